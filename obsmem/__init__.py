@@ -1,0 +1,42 @@
+"""om: observational memory for coding agents.
+
+The library is the product; the ``om`` command and the MCP server are thin adapters over it.
+Importing ``obsmem`` needs neither click nor mcp.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from obsmem.errors import (
+    IndexError_,
+    LockTimeout,
+    MemoryDirError,
+    MemoryFileError,
+    NotFound,
+    OmError,
+    SettingsError,
+    UsageError,
+)
+from obsmem.memory.model import Entry, Observation, Provenance
+from obsmem.memory.store import MemoryStore, new_observation
+from obsmem.settings import Settings, load_settings
+
+__all__ = [
+    "Entry",
+    "IndexError_",
+    "LockTimeout",
+    "MemoryDirError",
+    "MemoryFileError",
+    "MemoryStore",
+    "NotFound",
+    "Observation",
+    "OmError",
+    "Provenance",
+    "Settings",
+    "SettingsError",
+    "UsageError",
+    "__version__",
+    "load_settings",
+    "new_observation",
+]

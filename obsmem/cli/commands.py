@@ -1,0 +1,111 @@
+"""The ``om`` subcommands. Each one parses its options, calls one library function and formats."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import click
+
+from obsmem.cli import render
+from obsmem.cli.main import EXIT_ERROR, App, cli
+
+pass_app = click.make_pass_decorator(App)
+
+
+def _json(data: object) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@pass_app
+def status(app: App, as_json: bool) -> None:
+    """Show the memory directory, what it holds, the index and the configured LLM."""
+    from obsmem.status import collect_status
+
+    report = collect_status(app.store, app.settings)
+    if as_json:
+        _json(report.to_dict())
+    else:
+        click.echo(render.status(report))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array of checks.")
+@click.pass_context
+def doctor(ctx: click.Context, as_json: bool) -> None:
+    """Check settings, memory files and the index; exit non-zero when something is broken."""
+    from obsmem.doctor import run_checks
+    from obsmem.memory.store import MemoryStore
+
+    # Doctor must work even when settings do not load: that is one of the things it reports.
+    checks = run_checks(MemoryStore())
+    if as_json:
+        _json([c.to_dict() for c in checks])
+    else:
+        click.echo(render.checks(checks))
+    if any(c.broken for c in checks):
+        ctx.exit(1)
+
+
+@cli.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("-n", "--limit", default=10, show_default=True, type=click.IntRange(1, 1000),
+              help="How many hits to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array of hits.")
+@pass_app
+def search(app: App, query: tuple[str, ...], limit: int, as_json: bool) -> None:
+    """Search everything om remembers (BM25 over observations, reflections, profile, active)."""
+    from obsmem.search import search as run_search
+
+    hits = run_search(app.store, " ".join(query), limit=limit)
+    if as_json:
+        _json([h.to_dict() for h in hits])
+    else:
+        click.echo(render.hits(hits))
+
+
+@cli.command()
+@pass_app
+def reindex(app: App) -> None:
+    """Rebuild the search index from the markdown memory files."""
+    from obsmem.index import rebuild
+
+    report = rebuild(app.store)
+    click.echo(f"indexed {report.entries} entries from {report.files_indexed} file(s) "
+               f"into {app.store.index_path}")
+
+
+@cli.command()
+@click.option("--home", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write the demo memory here instead of a new temporary directory.")
+@click.option("--keep", is_flag=True, help="Keep the temporary directory afterwards.")
+@click.pass_context
+def demo(ctx: click.Context, home: Path | None, keep: bool) -> None:
+    """Show om at work on sample memory, in a throw-away directory (no network, no key)."""
+    from obsmem.demo import SAMPLE_QUERIES, prepare
+    from obsmem.search import search as run_search
+    from obsmem.settings import load_settings
+    from obsmem.status import collect_status
+
+    target = home or Path(tempfile.mkdtemp(prefix="om-demo-"))
+    if home is not None and any(home.iterdir() if home.exists() else []):
+        click.echo(f"om: error: {home} is not empty (give an empty or new directory)", err=True)
+        ctx.exit(EXIT_ERROR)
+    try:
+        store = prepare(target)
+        click.echo(render.banner(f"Memory directory: {store.home}"))
+        click.echo(render.status(collect_status(store, load_settings())))
+        click.echo(render.banner("observations.md"))
+        click.echo(store.observations_path.read_text(encoding="utf-8").rstrip())
+        for query in SAMPLE_QUERIES:
+            click.echo(render.banner(f"om search {query!r}"))
+            click.echo(render.hits(run_search(store, query, limit=3)))
+    finally:
+        if home is None and not keep:
+            shutil.rmtree(target, ignore_errors=True)
+        elif home is None:
+            click.echo(f"\n(kept {target}; run `OM_HOME={target} om status` to look at it)")

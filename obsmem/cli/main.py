@@ -1,0 +1,87 @@
+"""The ``om`` command: a thin adapter over the library. Parse, call one function, format.
+
+Errors om raises on purpose (``OmError``) print one line and exit 2; anything else is a bug and
+prints one line too (the traceback only with ``OM_DEBUG=1``), exiting 70.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from functools import cached_property
+from typing import Any
+
+import click
+
+from obsmem import __version__
+from obsmem.errors import OmError
+from obsmem.memory.store import MemoryStore
+from obsmem.settings import Settings, load_settings
+
+__all__ = ["App", "cli", "main"]
+
+EXIT_ERROR = 2
+EXIT_BUG = 70
+
+
+class App:
+    """What every command needs, built on first use so ``om --version`` stays instant."""
+
+    @cached_property
+    def settings(self) -> Settings:
+        """Validated settings (environment, then the settings file, then defaults)."""
+        return load_settings()
+
+    @cached_property
+    def store(self) -> MemoryStore:
+        """The memory directory, created if missing."""
+        return MemoryStore(lock_timeout=self.settings.lock_timeout_seconds).ensure()
+
+
+class OmGroup(click.Group):
+    """A click group that turns exceptions into one-line messages."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OmError as exc:
+            click.echo(f"om: error: {exc}", err=True)
+            ctx.exit(EXIT_ERROR)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("om: interrupted", err=True)
+            ctx.exit(130)
+        except BrokenPipeError:
+            # Output piped into `head` and the like: not an error worth a message.
+            sys.stderr.close()
+            ctx.exit(0)
+        except Exception as exc:
+            if os.environ.get("OM_DEBUG"):
+                raise
+            click.echo(
+                f"om: internal error: {type(exc).__name__}: {exc} "
+                "(set OM_DEBUG=1 to see the traceback, and please report it)",
+                err=True,
+            )
+            ctx.exit(EXIT_BUG)
+
+
+@click.group(cls=OmGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="om", message="%(prog)s %(version)s")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """om: observational memory for coding agents.
+
+    Memory lives as markdown in $OM_HOME (default ~/.local/share/observational-memory);
+    the search index beside it is derived and rebuilt when needed.
+    """
+    ctx.obj = App()
+
+
+def main() -> None:
+    """Console-script entry point for ``om`` and ``obsmem``."""
+    # Importing the package (not just this module) registers the subcommands.
+    import obsmem.cli  # noqa: F401
+
+    cli(prog_name="om")

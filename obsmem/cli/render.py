@@ -1,0 +1,85 @@
+"""Plain-text formatting for the ``om`` commands (``--json`` output bypasses this module).
+
+Plain text, aligned, no colour codes: it reads the same on a terminal, in a pipe and in a log.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from obsmem.doctor import Check
+    from obsmem.search import Hit
+    from obsmem.status import StatusReport
+
+__all__ = ["banner", "checks", "hits", "status"]
+
+_MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "repaired": "fixed"}
+
+
+def banner(title: str) -> str:
+    """A section title for multi-part output."""
+    return f"\n== {title} =="
+
+
+def _short(text: str, width: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def hits(found: list[Hit]) -> str:
+    """Search hits, one block each: rank, score, id, when, priority, type, text, file:line."""
+    if not found:
+        return "no matches"
+    lines: list[str] = []
+    for hit in found:
+        when = " ".join(x for x in (hit.date, hit.time) if x) or "-"
+        flags = " ".join(x for x in (hit.priority, hit.type) if x)
+        lines.append(f"{hit.rank:>2}. [{hit.score:.2f}] {hit.id}  {when}  {flags}".rstrip())
+        lines.append(f"    {_short(hit.text)}")
+        where = f"{hit.file}:{hit.line}"
+        if hit.section:
+            where += f"  ({hit.section})"
+        lines.append(f"    {where}")
+    return "\n".join(lines)
+
+
+def status(report: StatusReport) -> str:
+    """``om status`` as aligned text."""
+    idx: dict[str, Any] = report.index
+    lines = [
+        f"memory directory  {report.memory_dir}",
+        f"observations      {report.observations}"
+        + (f"  ({', '.join(f'{p} {n}' for p, n in report.by_priority.items())})" if report.by_priority else ""),
+    ]
+    for day, count in list(report.by_day.items())[-7:]:
+        lines.append(f"  {day}      {count}")
+    if len(report.by_day) > 7:
+        lines.append(f"  ... {len(report.by_day) - 7} earlier day(s)")
+    lines.append(f"reflections       {report.reflection_entries} entries"
+                 + (f", last reflected {report.last_reflected}" if report.last_reflected else ""))
+    lines.append("files             " + (", ".join(report.files) or "none yet"))
+    if idx.get("exists"):
+        state = f"{idx.get('entries', 0)} entries from {idx.get('files', 0)} file(s)"
+        if idx.get("stale_files"):
+            state += f", {idx['stale_files']} changed file(s) to pick up on the next search"
+    else:
+        state = "not built yet (built by the first search)"
+    lines.append(f"index             {state}")
+    prov = report.provider
+    shown = prov["effective"] if prov["setting"] == prov["effective"] else f"{prov['effective']} ({prov['setting']})"
+    lines.append(f"llm provider      {shown}, model {prov['model']}")
+    lines.append("integrations      " + (", ".join(report.integrations) or "none installed"))
+    return "\n".join(lines)
+
+
+def checks(results: list[Check]) -> str:
+    """``om doctor`` verdicts, one line each, with the fix indented under what is not ok."""
+    lines: list[str] = []
+    for check in results:
+        lines.append(f"[{_MARKS[check.verdict]}] {check.name}: {check.detail}")
+        if check.fix and check.verdict != "ok":
+            lines.append(f"       fix: {check.fix}")
+    broken = sum(c.broken for c in results)
+    lines.append("" if not broken else f"\n{broken} problem(s) need attention")
+    return "\n".join(lines).rstrip()

@@ -1,0 +1,133 @@
+"""``om doctor``: one verdict per check, with the fix for whatever is wrong.
+
+Checks only read, except where a repair is safe and the index is concerned (it is derived data):
+a stale or corrupt index is rebuilt and reported as repaired.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from obsmem.errors import OmError
+from obsmem.memory.ledger import read_ledger
+from obsmem.memory.sections import parse_sections
+from obsmem.memory.store import MemoryStore
+from obsmem.settings import load_settings
+
+__all__ = ["Check", "run_checks"]
+
+Verdict = Literal["ok", "warn", "fail", "repaired"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of one check: a verdict, what was seen, and how to fix it when it is not ok."""
+
+    name: str
+    verdict: Verdict
+    detail: str
+    fix: str = ""
+
+    @property
+    def broken(self) -> bool:
+        """True when this check should make ``om doctor`` exit non-zero."""
+        return self.verdict == "fail"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"name": self.name, "verdict": self.verdict, "detail": self.detail, "fix": self.fix}
+
+
+def _check_settings(environ: Mapping[str, str] | None) -> Check:
+    try:
+        settings = load_settings(environ)
+    except OmError as exc:
+        return Check("settings", "fail", exc.message, exc.hint or "")
+    where = settings.env_file if settings.env_file and settings.env_file.exists() else "defaults"
+    return Check("settings", "ok", f"provider {settings.effective_provider()} (from {where})")
+
+
+def _check_memory_dir(store: MemoryStore) -> Check:
+    home = store.home
+    if not home.exists():
+        return Check("memory directory", "warn", f"{home} does not exist yet",
+                     "it is created by the first command that writes memory")
+    if not os.access(home, os.W_OK | os.X_OK):
+        return Check("memory directory", "fail", f"{home} is not writable",
+                     f"run: chmod u+rwx {home}")
+    mode = home.stat().st_mode & 0o777
+    if mode & 0o077:
+        return Check("memory directory", "warn", f"{home} is readable by others (mode {mode:o})",
+                     f"run: chmod 700 {home}")
+    return Check("memory directory", "ok", str(home))
+
+
+def _check_files(store: MemoryStore) -> list[Check]:
+    checks: list[Check] = []
+    for path in store.memory_files():
+        name = store.relative(path)
+        try:
+            data = store.read_bytes(path)
+        except OmError as exc:
+            checks.append(Check(f"file {name}", "fail", exc.message, exc.hint or ""))
+            continue
+        if path == store.observations_path or name.startswith("archive/"):
+            issues = store.read_observations(path).issues
+        else:
+            issues = parse_sections(data).issues
+        mode = path.stat().st_mode & 0o777
+        if issues:
+            shown = "; ".join(str(i) for i in issues[:3])
+            more = f" (and {len(issues) - 3} more)" if len(issues) > 3 else ""
+            checks.append(Check(f"file {name}", "warn", f"{len(issues)} line(s) not understood, kept "
+                                f"verbatim: {shown}{more}", f"edit {path} to fix those lines if you wish"))
+        elif mode & 0o077:
+            checks.append(Check(f"file {name}", "warn", f"readable by others (mode {mode:o})",
+                                f"run: chmod 600 {path}"))
+        else:
+            checks.append(Check(f"file {name}", "ok", f"{len(data)} bytes"))
+    return checks
+
+
+def _check_ledger(store: MemoryStore) -> Check:
+    if not store.ledger_path.exists():
+        return Check("provenance ledger", "ok", "empty")
+    entries, bad = read_ledger(store.ledger_path)
+    if bad:
+        return Check("provenance ledger", "warn", f"{len(entries)} entries, {bad} unreadable line(s) skipped",
+                     "harmless: a write was interrupted; the entries that matter are intact")
+    return Check("provenance ledger", "ok", f"{len(entries)} entries")
+
+
+def _check_index(store: MemoryStore) -> Check:
+    from obsmem.index import index_status, rebuild
+
+    try:
+        before = index_status(store)
+        if before.get("healthy", True) and not before.get("stale_files"):
+            return Check("search index", "ok", f"{before.get('entries', 0)} entries, up to date")
+        report = rebuild(store)
+    except OmError as exc:
+        return Check("search index", "fail", exc.message, exc.hint or "run: om reindex")
+    return Check("search index", "repaired", f"rebuilt: {report.entries} entries from "
+                 f"{report.files_indexed} file(s)")
+
+
+def run_checks(store: MemoryStore, environ: Mapping[str, str] | None = None) -> list[Check]:
+    """Run every check in order and return their verdicts."""
+    steps: list[Callable[[], Check | list[Check]]] = [
+        lambda: _check_settings(environ),
+        lambda: _check_memory_dir(store),
+        lambda: _check_files(store),
+        lambda: _check_ledger(store),
+        lambda: _check_index(store),
+    ]
+    out: list[Check] = []
+    for step in steps:
+        result = step()
+        out.extend(result if isinstance(result, list) else [result])
+    return out
+

@@ -1,0 +1,74 @@
+"""Every exception om raises on purpose, in one place.
+
+The tree::
+
+    OmError                      base; ``str(err)`` is one line saying what went wrong and how to fix it
+    ├── SettingsError            a setting has a bad value, or the settings file cannot be read
+    ├── MemoryDirError           the memory directory cannot be created, read or written
+    ├── MemoryFileError          a memory file cannot be read or written
+    ├── LockTimeout              another om process held the memory lock for too long
+    ├── IndexError_              the search index cannot be opened or rebuilt
+    ├── NotFound                 an id or file that was asked for does not exist
+    └── UsageError               a command was given arguments it cannot act on
+
+The CLI prints ``str(err)`` on one line and exits with status 2; library callers can catch
+``OmError`` to handle them all. Anything else escaping is a bug.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "IndexError_",
+    "LockTimeout",
+    "MemoryDirError",
+    "MemoryFileError",
+    "NotFound",
+    "OmError",
+    "SettingsError",
+    "UsageError",
+]
+
+
+class OmError(Exception):
+    """Base of every error om raises deliberately.
+
+    ``message`` says what went wrong; ``hint`` says how to fix it. ``str()`` joins them on one line.
+    """
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message} ({self.hint})"
+        return self.message
+
+
+class SettingsError(OmError):
+    """A setting has a value om cannot use, or the settings file cannot be read."""
+
+
+class MemoryDirError(OmError):
+    """The memory directory cannot be created, read or written."""
+
+
+class MemoryFileError(OmError):
+    """A memory file cannot be read or written."""
+
+
+class LockTimeout(OmError):
+    """Another om process held the memory lock for longer than the timeout."""
+
+
+class IndexError_(OmError):  # noqa: N801 - trailing underscore: avoid shadowing builtins.IndexError
+    """The search index cannot be opened, migrated or rebuilt."""
+
+
+class NotFound(OmError):
+    """An id, file or entry that was asked for does not exist."""
+
+
+class UsageError(OmError):
+    """A command or function was called with arguments it cannot act on."""

@@ -1,0 +1,196 @@
+"""The memory directory as a whole: where each file is, reading them, and merging new observations.
+
+``MemoryStore`` is the only writer of memory files. Every write happens under the directory's
+inter-process lock and is atomic, so concurrent ``om`` processes never lose each other's lines
+and a killed writer leaves the old file or the new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from obsmem import paths
+from obsmem.errors import MemoryFileError
+from obsmem.memory.atomic import atomic_write, ensure_dir, memory_lock
+from obsmem.memory.ledger import append_provenance, read_ledger
+from obsmem.memory.model import (
+    DEFAULT_IMPORTANCE,
+    Observation,
+    Provenance,
+    make_id,
+    normalise_text,
+    priority_for,
+)
+from obsmem.memory.observations import ObservationsDoc, parse_observations
+from obsmem.memory.sections import SectionsDoc, parse_sections
+
+__all__ = ["SECTION_FILES", "MemoryStore", "new_observation"]
+
+#: Sectioned files at the top of the memory directory, with the kind that seeds their entry ids.
+SECTION_FILES: dict[str, str] = {
+    paths.REFLECTIONS_FILE: "reflections",
+    paths.PROFILE_FILE: "profile",
+    paths.ACTIVE_FILE: "active",
+}
+
+
+def new_observation(
+    text: str,
+    *,
+    date: str,
+    time: str | None = None,
+    type: str | None = None,  # noqa: A002 - the field's name in the data model
+    importance: float = DEFAULT_IMPORTANCE,
+    confidence: float | None = None,
+    referenced_date: str | None = None,
+    completed: bool = False,
+    depth: int = 0,
+    provenance: Provenance | None = None,
+) -> Observation:
+    """Build an observation to add, with its priority and stable id derived from its content.
+
+    The id depends on the day and the normalised text only, so the same fact observed twice on
+    one day gets the same id and is written once.
+    """
+    clean = " ".join(text.split())
+    return Observation(
+        text=clean,
+        date=date,
+        time=time,
+        priority=priority_for(importance, completed=completed),
+        type=type,
+        confidence=confidence,
+        importance=importance,
+        referenced_date=referenced_date,
+        id=make_id("obs", date, normalise_text(clean)),
+        depth=depth,
+        tagged=type is not None,
+        block_id=True,
+        provenance=provenance,
+    )
+
+
+class MemoryStore:
+    """One memory directory (``OM_HOME``) and the files in it."""
+
+    def __init__(
+        self,
+        home: Path | str | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        lock_timeout: float = 30.0,
+    ) -> None:
+        env = dict(environ) if environ is not None else None
+        self.home = Path(home).expanduser() if home is not None else paths.memory_dir(env)
+        if home is not None:
+            # Derived places follow an explicit home unless overridden on their own.
+            env = dict(env if env is not None else _os_environ())
+            env["OM_HOME"] = str(self.home)
+        self.state_dir = paths.state_dir(env)
+        self.index_path = paths.index_path(env)
+        self.ledger_path = paths.ledger_path(env)
+        self.lock_path = paths.lock_path(env)
+        self.lock_timeout = lock_timeout
+
+    # -- places -------------------------------------------------------------------------------
+    @property
+    def observations_path(self) -> Path:
+        """``observations.md``."""
+        return self.home / paths.OBSERVATIONS_FILE
+
+    @property
+    def archive_dir(self) -> Path:
+        """``archive/``: observations trimmed from ``observations.md``, by month."""
+        return self.home / paths.ARCHIVE_DIR
+
+    @property
+    def vault_dir(self) -> Path:
+        """``vault/``: observations filed by category and entity."""
+        return self.home / paths.VAULT_DIR
+
+    def ensure(self) -> MemoryStore:
+        """Create the memory and state directories if missing (mode 0700)."""
+        ensure_dir(self.home)
+        ensure_dir(self.state_dir)
+        return self
+
+    def memory_files(self) -> list[Path]:
+        """Every markdown file the index covers, in a stable order (missing ones left out)."""
+        out = [self.observations_path, *(self.home / name for name in SECTION_FILES)]
+        out = [p for p in out if p.is_file()]
+        for folder in (self.archive_dir, self.vault_dir):
+            if folder.is_dir():
+                out.extend(sorted(p for p in folder.rglob("*.md") if p.is_file()))
+        return out
+
+    def relative(self, path: Path) -> str:
+        """``path`` relative to the memory directory, with forward slashes (how the index names files)."""
+        try:
+            return path.relative_to(self.home).as_posix()
+        except ValueError:
+            return str(path)
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the memory directory's write lock."""
+        self.ensure()
+        with memory_lock(self.lock_path, self.lock_timeout):
+            yield
+
+    # -- reading ------------------------------------------------------------------------------
+    def read_bytes(self, path: Path) -> bytes:
+        """A memory file's bytes (empty when it does not exist)."""
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return b""
+        except IsADirectoryError:
+            raise MemoryFileError(f"{path} is a directory", "move it away") from None
+        except OSError as exc:
+            raise MemoryFileError(f"cannot read {path}: {exc.strerror}", "check its permissions") from None
+
+    def read_observations(self, path: Path | None = None) -> ObservationsDoc:
+        """Parse ``observations.md`` (or an archive month given as ``path``)."""
+        return parse_observations(self.read_bytes(path or self.observations_path))
+
+    def read_sections(self, name: str) -> SectionsDoc:
+        """Parse ``reflections.md``, ``profile.md`` or ``active.md`` (by file name)."""
+        return parse_sections(self.read_bytes(self.home / name), kind=SECTION_FILES.get(name, name))
+
+    def provenance(self) -> dict[str, Provenance]:
+        """Every observation id's provenance, from the ledger."""
+        return read_ledger(self.ledger_path)[0]
+
+    # -- writing ------------------------------------------------------------------------------
+    def write_file(self, path: Path, data: bytes) -> None:
+        """Atomically replace one memory file, under the lock."""
+        with self.lock():
+            atomic_write(path, data)
+
+    def add_observations(self, observations: Iterable[Observation]) -> list[Observation]:
+        """Merge observations into ``observations.md``; return those really added.
+
+        Ids already present are skipped, so adding the same batch twice writes it once. Provenance
+        goes to the ledger first (fsynced), then the markdown is replaced atomically.
+        """
+        batch = list(observations)
+        if not batch:
+            return []
+        with self.lock():
+            doc = self.read_observations()
+            updated, added = doc.with_added(batch)
+            if not added:
+                return []
+            append_provenance(
+                self.ledger_path, ((o.id, o.provenance) for o in added if o.provenance is not None)
+            )
+            atomic_write(self.observations_path, updated.render())
+        return added
+
+
+def _os_environ() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)

@@ -1,0 +1,104 @@
+"""Where om keeps things. Every path om uses comes from here, each with an environment override.
+
+| what | override | default |
+|---|---|---|
+| memory directory | ``OM_HOME`` | ``$XDG_DATA_HOME/observational-memory``, else ``~/.local/share/observational-memory`` |
+| config directory | ``OM_CONFIG_DIR`` | ``$XDG_CONFIG_HOME/observational-memory``, else ``~/.config/observational-memory`` |
+| settings file | ``OM_ENV_FILE`` | ``<config dir>/env`` |
+| state directory (cursors, ledger, usage) | ``OM_STATE_DIR`` | ``<memory dir>/.om`` |
+| search index | ``OM_INDEX_PATH`` | ``<state dir>/index.sqlite3`` |
+
+The memory directory defaults to the original ``observational-memory`` tool's place, so its users
+keep their memory. Functions read the environment on every call (tests and the demo change it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = [
+    "ACTIVE_FILE",
+    "ARCHIVE_DIR",
+    "OBSERVATIONS_FILE",
+    "PROFILE_FILE",
+    "REFLECTIONS_FILE",
+    "VAULT_DIR",
+    "config_dir",
+    "env_file",
+    "index_path",
+    "ledger_path",
+    "lock_path",
+    "memory_dir",
+    "state_dir",
+]
+
+OBSERVATIONS_FILE = "observations.md"
+REFLECTIONS_FILE = "reflections.md"
+PROFILE_FILE = "profile.md"
+ACTIVE_FILE = "active.md"
+ARCHIVE_DIR = "archive"
+VAULT_DIR = "vault"
+
+APP_DIR_NAME = "observational-memory"
+
+
+def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if environ is None else environ
+
+
+def _expand(value: str) -> Path:
+    return Path(os.path.expandvars(value)).expanduser()
+
+
+def memory_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The memory directory: ``OM_HOME``, else the XDG data home's ``observational-memory``."""
+    env = _env(environ)
+    if env.get("OM_HOME"):
+        return _expand(env["OM_HOME"])
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return _expand(base) / APP_DIR_NAME
+
+
+def config_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The config directory: ``OM_CONFIG_DIR``, else the XDG config home's ``observational-memory``."""
+    env = _env(environ)
+    if env.get("OM_CONFIG_DIR"):
+        return _expand(env["OM_CONFIG_DIR"])
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return _expand(base) / APP_DIR_NAME
+
+
+def env_file(environ: Mapping[str, str] | None = None) -> Path:
+    """The settings file (``KEY=VALUE`` lines): ``OM_ENV_FILE``, else ``<config dir>/env``."""
+    env = _env(environ)
+    if env.get("OM_ENV_FILE"):
+        return _expand(env["OM_ENV_FILE"])
+    return config_dir(env) / "env"
+
+
+def state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Machine state that is not memory (cursors, provenance ledger, usage, index)."""
+    env = _env(environ)
+    if env.get("OM_STATE_DIR"):
+        return _expand(env["OM_STATE_DIR"])
+    return memory_dir(env) / ".om"
+
+
+def index_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The SQLite search index, derived from the markdown and rebuildable at any time."""
+    env = _env(environ)
+    if env.get("OM_INDEX_PATH"):
+        return _expand(env["OM_INDEX_PATH"])
+    return state_dir(env) / "index.sqlite3"
+
+
+def ledger_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The append-only provenance ledger (one JSON object per observation id)."""
+    return state_dir(environ) / "provenance.jsonl"
+
+
+def lock_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The inter-process lock that serialises writes to the memory directory."""
+    return state_dir(environ) / "memory.lock"

@@ -1,0 +1,213 @@
+"""All of om's settings, read in one place.
+
+Precedence, highest first: variables set in the process environment, then ``KEY=VALUE`` lines in the
+settings file (``paths.env_file()``, normally ``~/.config/observational-memory/env``), then the
+defaults below. Every setting is validated when read; a bad value raises ``SettingsError`` whose
+message names the setting, the bad value, what is allowed and where to change it.
+
+Each setting is one row of ``SPECS``; ``docs/configuration.md`` lists them for users.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from obsmem import paths
+from obsmem.errors import SettingsError
+
+__all__ = ["PROVIDERS", "SPECS", "Settings", "SettingSpec", "load_settings", "read_env_file"]
+
+PROVIDERS = (
+    "auto",
+    "none",
+    "anthropic",
+    "anthropic-vertex",
+    "anthropic-bedrock",
+    "openai",
+    "openai-compatible",
+    "ollama",
+    "gemini",
+)
+SEARCH_BACKENDS = ("auto", "bm25", "hybrid")
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return value
+
+    return parse
+
+
+def _float_range(lo: float, hi: float) -> Callable[[str], float]:
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError("must be a number") from None
+        if not lo <= value <= hi:
+            raise ValueError(f"must be between {lo:g} and {hi:g}")
+        return value
+
+    return parse
+
+
+def _positive_int(raw: str) -> int:
+    try:
+        value = int(raw.strip().replace("_", ""))
+    except ValueError:
+        raise ValueError("must be a whole number") from None
+    if value <= 0:
+        raise ValueError("must be greater than 0")
+    return value
+
+
+def _text(raw: str) -> str:
+    return raw.strip()
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """One setting: its variable name, attribute, parser, default and a line of help."""
+
+    env: str
+    attr: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+    secret: bool = False
+
+
+SPECS: tuple[SettingSpec, ...] = (
+    SettingSpec("OM_LLM_PROVIDER", "llm_provider", _choice(*PROVIDERS), "auto",
+                "LLM used to observe and reflect; `auto` takes the first key found, `none` uses offline rules."),
+    SettingSpec("OM_LLM_MODEL", "llm_model", _text, "", "Model for both observer and reflector (provider default when empty)."),
+    SettingSpec("OM_LLM_OBSERVER_MODEL", "llm_observer_model", _text, "", "Model for the observer only."),
+    SettingSpec("OM_LLM_REFLECTOR_MODEL", "llm_reflector_model", _text, "", "Model for the reflector only."),
+    SettingSpec("OM_LLM_BASE_URL", "llm_base_url", _text, "", "Base URL of an OpenAI-compatible server."),
+    SettingSpec("ANTHROPIC_API_KEY", "anthropic_api_key", _text, "", "Anthropic API key.", secret=True),
+    SettingSpec("OPENAI_API_KEY", "openai_api_key", _text, "", "OpenAI API key.", secret=True),
+    SettingSpec("GEMINI_API_KEY", "gemini_api_key", _text, "", "Google Gemini API key.", secret=True),
+    SettingSpec("OM_SEARCH_BACKEND", "search_backend", _choice(*SEARCH_BACKENDS), "auto",
+                "`bm25`, `hybrid`, or `auto` (hybrid when the semantic extra and a model are available)."),
+    SettingSpec("OM_EMBED_MODEL", "embed_model", _text, "sentence-transformers/all-MiniLM-L6-v2",
+                "Embedding model name for hybrid search."),
+    SettingSpec("OM_EMBED_MODEL_PATH", "embed_model_path", _text, "", "Folder holding a local embedding model."),
+    SettingSpec("OM_LOCK_TIMEOUT_SECONDS", "lock_timeout_seconds", _float_range(0.1, 3600.0), 30.0,
+                "How long a writer waits for another om process to release the memory lock."),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated settings, plus where each value came from (``environment``, ``file`` or ``default``)."""
+
+    llm_provider: str = "auto"
+    llm_model: str = ""
+    llm_observer_model: str = ""
+    llm_reflector_model: str = ""
+    llm_base_url: str = ""
+    anthropic_api_key: str = field(default="", repr=False)
+    openai_api_key: str = field(default="", repr=False)
+    gemini_api_key: str = field(default="", repr=False)
+    search_backend: str = "auto"
+    embed_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    embed_model_path: str = ""
+    lock_timeout_seconds: float = 30.0
+    sources: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    env_file: Path | None = field(default=None, compare=False)
+
+    def effective_provider(self) -> str:
+        """The provider ``auto`` resolves to: the first API key found, else ``none``."""
+        if self.llm_provider != "auto":
+            return self.llm_provider
+        for provider, key in (
+            ("anthropic", self.anthropic_api_key),
+            ("openai", self.openai_api_key),
+            ("gemini", self.gemini_api_key),
+        ):
+            if key:
+                return provider
+        return "openai-compatible" if self.llm_base_url else "none"
+
+    def describe(self) -> dict[str, Any]:
+        """Every setting with its value (secrets shown only as set/unset) and its origin."""
+        out: dict[str, Any] = {}
+        for spec in SPECS:
+            value = getattr(self, spec.attr)
+            if spec.secret:
+                value = "set" if value else "unset"
+            out[spec.env] = {"value": value, "from": self.sources.get(spec.env, "default")}
+        return out
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parse a ``KEY=VALUE`` settings file; ``#`` comments, blank lines, ``export`` and quotes allowed.
+
+    A missing file is an empty mapping. A line that is not ``KEY=VALUE`` raises ``SettingsError``
+    naming the file and line, because guessing could silently drop a key the user meant to set.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise SettingsError(
+            f"cannot read settings file {path}: {exc.strerror}",
+            "fix its permissions or set OM_ENV_FILE to another file",
+        ) from None
+    text = raw.decode("utf-8", errors="replace")
+    values: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if stripped.startswith("export "):
+            stripped = stripped[len("export ") :].lstrip()
+        key, sep, value = stripped.partition("=")
+        key = key.strip()
+        if not sep or not key.replace("_", "").isalnum():
+            raise SettingsError(
+                f"{path}:{number}: expected KEY=VALUE, found {stripped[:40]!r}",
+                "fix or delete that line",
+            )
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        elif " #" in value:
+            value = value.split(" #", 1)[0].rstrip()
+        values[key] = value
+    return values
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Read and validate every setting: environment first, then the settings file, then defaults."""
+    env = os.environ if environ is None else environ
+    file_path = paths.env_file(env)
+    file_values = read_env_file(file_path)
+    kwargs: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for spec in SPECS:
+        if env.get(spec.env, "") != "":
+            raw, origin = env[spec.env], "environment"
+        elif file_values.get(spec.env, "") != "":
+            raw, origin = file_values[spec.env], "file"
+        else:
+            kwargs[spec.attr] = spec.default
+            continue
+        try:
+            kwargs[spec.attr] = spec.parse(raw)
+        except ValueError as exc:
+            where = "the environment" if origin == "environment" else str(file_path)
+            shown = "***" if spec.secret else repr(raw)
+            raise SettingsError(
+                f"{spec.env}={shown} {exc}", f"change it in {where}"
+            ) from None
+        sources[spec.env] = origin
+    return Settings(**kwargs, sources=sources, env_file=file_path)
