@@ -53,15 +53,24 @@ def _check_settings(environ: Mapping[str, str] | None) -> Check:
 def _check_memory_dir(store: MemoryStore) -> Check:
     home = store.home
     if not home.exists():
-        return Check("memory directory", "warn", f"{home} does not exist yet",
-                     "it is created by the first command that writes memory")
+        return Check(
+            "memory directory",
+            "warn",
+            f"{home} does not exist yet",
+            "it is created by the first command that writes memory",
+        )
     if not os.access(home, os.W_OK | os.X_OK):
-        return Check("memory directory", "fail", f"{home} is not writable",
-                     f"run: chmod u+rwx {home}")
+        return Check(
+            "memory directory", "fail", f"{home} is not writable", f"run: chmod u+rwx {home}"
+        )
     mode = home.stat().st_mode & 0o777
     if mode & 0o077:
-        return Check("memory directory", "warn", f"{home} is readable by others (mode {mode:o})",
-                     f"run: chmod 700 {home}")
+        return Check(
+            "memory directory",
+            "warn",
+            f"{home} is readable by others (mode {mode:o})",
+            f"run: chmod 700 {home}",
+        )
     return Check("memory directory", "ok", str(home))
 
 
@@ -82,11 +91,23 @@ def _check_files(store: MemoryStore) -> list[Check]:
         if issues:
             shown = "; ".join(str(i) for i in issues[:3])
             more = f" (and {len(issues) - 3} more)" if len(issues) > 3 else ""
-            checks.append(Check(f"file {name}", "warn", f"{len(issues)} line(s) not understood, kept "
-                                f"verbatim: {shown}{more}", f"edit {path} to fix those lines if you wish"))
+            checks.append(
+                Check(
+                    f"file {name}",
+                    "warn",
+                    f"{len(issues)} line(s) not understood, kept verbatim: {shown}{more}",
+                    f"edit {path} to fix those lines if you wish",
+                )
+            )
         elif mode & 0o077:
-            checks.append(Check(f"file {name}", "warn", f"readable by others (mode {mode:o})",
-                                f"run: chmod 600 {path}"))
+            checks.append(
+                Check(
+                    f"file {name}",
+                    "warn",
+                    f"readable by others (mode {mode:o})",
+                    f"run: chmod 600 {path}",
+                )
+            )
         else:
             checks.append(Check(f"file {name}", "ok", f"{len(data)} bytes"))
     return checks
@@ -97,8 +118,12 @@ def _check_ledger(store: MemoryStore) -> Check:
         return Check("provenance ledger", "ok", "empty")
     entries, bad = read_ledger(store.ledger_path)
     if bad:
-        return Check("provenance ledger", "warn", f"{len(entries)} entries, {bad} unreadable line(s) skipped",
-                     "harmless: a write was interrupted; the entries that matter are intact")
+        return Check(
+            "provenance ledger",
+            "warn",
+            f"{len(entries)} entries, {bad} unreadable line(s) skipped",
+            "harmless: a write was interrupted; the entries that matter are intact",
+        )
     return Check("provenance ledger", "ok", f"{len(entries)} entries")
 
 
@@ -112,8 +137,11 @@ def _check_index(store: MemoryStore) -> Check:
         report = rebuild(store)
     except OmError as exc:
         return Check("search index", "fail", exc.message, exc.hint or "run: om reindex")
-    return Check("search index", "repaired", f"rebuilt: {report.entries} entries from "
-                 f"{report.files_indexed} file(s)")
+    return Check(
+        "search index",
+        "repaired",
+        f"rebuilt: {report.entries} entries from {report.files_indexed} file(s)",
+    )
 
 
 def run_checks(store: MemoryStore, environ: Mapping[str, str] | None = None) -> list[Check]:
@@ -130,4 +158,3 @@ def run_checks(store: MemoryStore, environ: Mapping[str, str] | None = None) -> 
         result = step()
         out.extend(result if isinstance(result, list) else [result])
     return out
-

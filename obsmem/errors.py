@@ -2,7 +2,7 @@
 
 The tree::
 
-    OmError                      base; ``str(err)`` is one line saying what went wrong and how to fix it
+    OmError                      base; ``str(err)`` is one line: what went wrong, how to fix it
     ├── SettingsError            a setting has a bad value, or the settings file cannot be read
     ├── MemoryDirError           the memory directory cannot be created, read or written
     ├── MemoryFileError          a memory file cannot be read or written
@@ -62,7 +62,7 @@ class LockTimeout(OmError):
     """Another om process held the memory lock for longer than the timeout."""
 
 
-class IndexError_(OmError):  # noqa: N801 - trailing underscore: avoid shadowing builtins.IndexError
+class IndexError_(OmError):
     """The search index cannot be opened, migrated or rebuilt."""
 
 

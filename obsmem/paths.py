@@ -1,12 +1,12 @@
 """Where om keeps things. Every path om uses comes from here, each with an environment override.
 
-| what | override | default |
-|---|---|---|
-| memory directory | ``OM_HOME`` | ``$XDG_DATA_HOME/observational-memory``, else ``~/.local/share/observational-memory`` |
-| config directory | ``OM_CONFIG_DIR`` | ``$XDG_CONFIG_HOME/observational-memory``, else ``~/.config/observational-memory`` |
-| settings file | ``OM_ENV_FILE`` | ``<config dir>/env`` |
-| state directory (cursors, ledger, usage) | ``OM_STATE_DIR`` | ``<memory dir>/.om`` |
-| search index | ``OM_INDEX_PATH`` | ``<state dir>/index.sqlite3`` |
+- memory directory: ``OM_HOME``, else ``$XDG_DATA_HOME/observational-memory``,
+  else ``~/.local/share/observational-memory``;
+- config directory: ``OM_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/observational-memory``,
+  else ``~/.config/observational-memory``;
+- settings file: ``OM_ENV_FILE``, else ``<config dir>/env``;
+- state directory (cursors, ledger, lock): ``OM_STATE_DIR``, else ``<memory dir>/.om``;
+- search index: ``OM_INDEX_PATH``, else ``<state dir>/index.sqlite3``.
 
 The memory directory defaults to the original ``observational-memory`` tool's place, so its users
 keep their memory. Functions read the environment on every call (tests and the demo change it).
@@ -62,7 +62,7 @@ def memory_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def config_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The config directory: ``OM_CONFIG_DIR``, else the XDG config home's ``observational-memory``."""
+    """The config directory: ``OM_CONFIG_DIR``, else XDG config home's ``observational-memory``."""
     env = _env(environ)
     if env.get("OM_CONFIG_DIR"):
         return _expand(env["OM_CONFIG_DIR"])

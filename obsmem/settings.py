@@ -19,7 +19,7 @@ from typing import Any
 from obsmem import paths
 from obsmem.errors import SettingsError
 
-__all__ = ["PROVIDERS", "SPECS", "Settings", "SettingSpec", "load_settings", "read_env_file"]
+__all__ = ["PROVIDERS", "SPECS", "SettingSpec", "Settings", "load_settings", "read_env_file"]
 
 PROVIDERS = (
     "auto",
@@ -85,28 +85,70 @@ class SettingSpec:
 
 
 SPECS: tuple[SettingSpec, ...] = (
-    SettingSpec("OM_LLM_PROVIDER", "llm_provider", _choice(*PROVIDERS), "auto",
-                "LLM used to observe and reflect; `auto` takes the first key found, `none` uses offline rules."),
-    SettingSpec("OM_LLM_MODEL", "llm_model", _text, "", "Model for both observer and reflector (provider default when empty)."),
-    SettingSpec("OM_LLM_OBSERVER_MODEL", "llm_observer_model", _text, "", "Model for the observer only."),
-    SettingSpec("OM_LLM_REFLECTOR_MODEL", "llm_reflector_model", _text, "", "Model for the reflector only."),
-    SettingSpec("OM_LLM_BASE_URL", "llm_base_url", _text, "", "Base URL of an OpenAI-compatible server."),
-    SettingSpec("ANTHROPIC_API_KEY", "anthropic_api_key", _text, "", "Anthropic API key.", secret=True),
+    SettingSpec(
+        "OM_LLM_PROVIDER",
+        "llm_provider",
+        _choice(*PROVIDERS),
+        "auto",
+        "LLM used to observe and reflect; `auto`: the first key found; `none`: offline rules.",
+    ),
+    SettingSpec(
+        "OM_LLM_MODEL",
+        "llm_model",
+        _text,
+        "",
+        "Model for both observer and reflector (provider default when empty).",
+    ),
+    SettingSpec(
+        "OM_LLM_OBSERVER_MODEL", "llm_observer_model", _text, "", "Model for the observer only."
+    ),
+    SettingSpec(
+        "OM_LLM_REFLECTOR_MODEL", "llm_reflector_model", _text, "", "Model for the reflector only."
+    ),
+    SettingSpec(
+        "OM_LLM_BASE_URL", "llm_base_url", _text, "", "Base URL of an OpenAI-compatible server."
+    ),
+    SettingSpec(
+        "ANTHROPIC_API_KEY", "anthropic_api_key", _text, "", "Anthropic API key.", secret=True
+    ),
     SettingSpec("OPENAI_API_KEY", "openai_api_key", _text, "", "OpenAI API key.", secret=True),
-    SettingSpec("GEMINI_API_KEY", "gemini_api_key", _text, "", "Google Gemini API key.", secret=True),
-    SettingSpec("OM_SEARCH_BACKEND", "search_backend", _choice(*SEARCH_BACKENDS), "auto",
-                "`bm25`, `hybrid`, or `auto` (hybrid when the semantic extra and a model are available)."),
-    SettingSpec("OM_EMBED_MODEL", "embed_model", _text, "sentence-transformers/all-MiniLM-L6-v2",
-                "Embedding model name for hybrid search."),
-    SettingSpec("OM_EMBED_MODEL_PATH", "embed_model_path", _text, "", "Folder holding a local embedding model."),
-    SettingSpec("OM_LOCK_TIMEOUT_SECONDS", "lock_timeout_seconds", _float_range(0.1, 3600.0), 30.0,
-                "How long a writer waits for another om process to release the memory lock."),
+    SettingSpec(
+        "GEMINI_API_KEY", "gemini_api_key", _text, "", "Google Gemini API key.", secret=True
+    ),
+    SettingSpec(
+        "OM_SEARCH_BACKEND",
+        "search_backend",
+        _choice(*SEARCH_BACKENDS),
+        "auto",
+        "`bm25`, `hybrid`, or `auto` (hybrid when the semantic extra and a model are available).",
+    ),
+    SettingSpec(
+        "OM_EMBED_MODEL",
+        "embed_model",
+        _text,
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "Embedding model name for hybrid search.",
+    ),
+    SettingSpec(
+        "OM_EMBED_MODEL_PATH",
+        "embed_model_path",
+        _text,
+        "",
+        "Folder holding a local embedding model.",
+    ),
+    SettingSpec(
+        "OM_LOCK_TIMEOUT_SECONDS",
+        "lock_timeout_seconds",
+        _float_range(0.1, 3600.0),
+        30.0,
+        "How long a writer waits for another om process to release the memory lock.",
+    ),
 )
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Validated settings, plus where each value came from (``environment``, ``file`` or ``default``)."""
+    """Validated settings, and where each came from (``environment``, ``file`` or ``default``)."""
 
     llm_provider: str = "auto"
     llm_model: str = ""
@@ -148,7 +190,7 @@ class Settings:
 
 
 def read_env_file(path: Path) -> dict[str, str]:
-    """Parse a ``KEY=VALUE`` settings file; ``#`` comments, blank lines, ``export`` and quotes allowed.
+    """Parse a ``KEY=VALUE`` settings file (``#`` comments, blanks, ``export`` and quotes allowed).
 
     A missing file is an empty mapping. A line that is not ``KEY=VALUE`` raises ``SettingsError``
     naming the file and line, because guessing could silently drop a key the user meant to set.
@@ -206,8 +248,6 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         except ValueError as exc:
             where = "the environment" if origin == "environment" else str(file_path)
             shown = "***" if spec.secret else repr(raw)
-            raise SettingsError(
-                f"{spec.env}={shown} {exc}", f"change it in {where}"
-            ) from None
+            raise SettingsError(f"{spec.env}={shown} {exc}", f"change it in {where}") from None
         sources[spec.env] = origin
     return Settings(**kwargs, sources=sources, env_file=file_path)

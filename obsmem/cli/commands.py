@@ -53,8 +53,14 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("query", nargs=-1, required=True)
-@click.option("-n", "--limit", default=10, show_default=True, type=click.IntRange(1, 1000),
-              help="How many hits to show.")
+@click.option(
+    "-n",
+    "--limit",
+    default=10,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="How many hits to show.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON array of hits.")
 @pass_app
 def search(app: App, query: tuple[str, ...], limit: int, as_json: bool) -> None:
@@ -75,13 +81,19 @@ def reindex(app: App) -> None:
     from obsmem.index import rebuild
 
     report = rebuild(app.store)
-    click.echo(f"indexed {report.entries} entries from {report.files_indexed} file(s) "
-               f"into {app.store.index_path}")
+    click.echo(
+        f"indexed {report.entries} entries from {report.files_indexed} file(s) "
+        f"into {app.store.index_path}"
+    )
 
 
 @cli.command()
-@click.option("--home", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write the demo memory here instead of a new temporary directory.")
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write the demo memory here instead of a new temporary directory.",
+)
 @click.option("--keep", is_flag=True, help="Keep the temporary directory afterwards.")
 @click.pass_context
 def demo(ctx: click.Context, home: Path | None, keep: bool) -> None:

@@ -68,7 +68,9 @@ class OmGroup(click.Group):
 
 
 @click.group(cls=OmGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "-V", "--version", prog_name="om", message="%(prog)s %(version)s")
+@click.version_option(
+    __version__, "-V", "--version", prog_name="om", message="%(prog)s %(version)s"
+)
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """om: observational memory for coding agents.

@@ -50,14 +50,20 @@ def status(report: StatusReport) -> str:
     lines = [
         f"memory directory  {report.memory_dir}",
         f"observations      {report.observations}"
-        + (f"  ({', '.join(f'{p} {n}' for p, n in report.by_priority.items())})" if report.by_priority else ""),
+        + (
+            f"  ({', '.join(f'{p} {n}' for p, n in report.by_priority.items())})"
+            if report.by_priority
+            else ""
+        ),
     ]
     for day, count in list(report.by_day.items())[-7:]:
         lines.append(f"  {day}      {count}")
     if len(report.by_day) > 7:
         lines.append(f"  ... {len(report.by_day) - 7} earlier day(s)")
-    lines.append(f"reflections       {report.reflection_entries} entries"
-                 + (f", last reflected {report.last_reflected}" if report.last_reflected else ""))
+    lines.append(
+        f"reflections       {report.reflection_entries} entries"
+        + (f", last reflected {report.last_reflected}" if report.last_reflected else "")
+    )
     lines.append("files             " + (", ".join(report.files) or "none yet"))
     if idx.get("exists"):
         state = f"{idx.get('entries', 0)} entries from {idx.get('files', 0)} file(s)"
@@ -67,7 +73,11 @@ def status(report: StatusReport) -> str:
         state = "not built yet (built by the first search)"
     lines.append(f"index             {state}")
     prov = report.provider
-    shown = prov["effective"] if prov["setting"] == prov["effective"] else f"{prov['effective']} ({prov['setting']})"
+    shown = (
+        prov["effective"]
+        if prov["setting"] == prov["effective"]
+        else f"{prov['effective']} ({prov['setting']})"
+    )
     lines.append(f"llm provider      {shown}, model {prov['model']}")
     lines.append("integrations      " + (", ".join(report.integrations) or "none installed"))
     return "\n".join(lines)

@@ -63,7 +63,10 @@ def _write_error(path: Path, exc: OSError) -> MemoryFileError:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably (temp file, fsync, rename, fsync dir)."""
+    """Replace ``path`` with ``data`` atomically and durably.
+
+    Temp file, fsync, rename, fsync of the directory.
+    """
     ensure_dir(path.parent)
     try:
         mode = path.stat().st_mode & 0o7777
@@ -108,6 +111,8 @@ def append_line(path: Path, line: str) -> None:
         raise _write_error(path, exc) from None
 
 
+_LOCK_HINT = "another om command is writing; try again, or raise OM_LOCK_TIMEOUT_SECONDS"
+
 # flock is per open file description, so threads of one process need their own guard, and a
 # thread that already holds the lock may take it again (store methods call one another).
 _local = threading.local()
@@ -116,7 +121,7 @@ _thread_lock = threading.RLock()
 
 @contextlib.contextmanager
 def memory_lock(lock_file: Path, timeout: float = 30.0) -> Iterator[None]:
-    """Hold the memory directory's exclusive lock; raise ``LockTimeout`` after ``timeout`` seconds."""
+    """Hold the memory directory's exclusive lock; ``LockTimeout`` after ``timeout`` seconds."""
     held: dict[str, int] = getattr(_local, "held", None) or {}
     _local.held = held
     key = str(lock_file)
@@ -129,15 +134,16 @@ def memory_lock(lock_file: Path, timeout: float = 30.0) -> Iterator[None]:
         return
     deadline = time.monotonic() + timeout
     if not _thread_lock.acquire(timeout=timeout):
-        raise LockTimeout(f"timed out after {timeout:g}s waiting for {lock_file}",
-                          "another om command is writing; try again, or raise OM_LOCK_TIMEOUT_SECONDS")
+        raise LockTimeout(f"timed out after {timeout:g}s waiting for {lock_file}", _LOCK_HINT)
     try:
         ensure_dir(lock_file.parent)
         try:
             fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, FILE_MODE)
         except OSError as exc:
-            raise MemoryDirError(f"cannot open lock file {lock_file}: {exc.strerror}",
-                                 "make the memory directory writable") from None
+            raise MemoryDirError(
+                f"cannot open lock file {lock_file}: {exc.strerror}",
+                "make the memory directory writable",
+            ) from None
         try:
             delay = 0.005
             while True:
@@ -147,8 +153,7 @@ def memory_lock(lock_file: Path, timeout: float = 30.0) -> Iterator[None]:
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
                         raise LockTimeout(
-                            f"timed out after {timeout:g}s waiting for {lock_file}",
-                            "another om command is writing; try again, or raise OM_LOCK_TIMEOUT_SECONDS",
+                            f"timed out after {timeout:g}s waiting for {lock_file}", _LOCK_HINT
                         ) from None
                     time.sleep(delay)
                     delay = min(delay * 2, 0.1)

@@ -24,13 +24,22 @@ __all__ = ["append_provenance", "read_ledger"]
 
 def append_provenance(path: Path, items: Iterable[tuple[str, Provenance]]) -> int:
     """Append one ledger line per ``(id, provenance)``; return how many were written."""
-    lines = [
-        json.dumps({"id": obs_id, "provenance": prov.to_dict()}, ensure_ascii=False, sort_keys=True)
-        for obs_id, prov in items
-    ]
+    lines = [_record(obs_id, prov) for obs_id, prov in items]
     if lines:
         append_line(path, "\n".join(lines))
     return len(lines)
+
+
+def _record(obs_id: str, prov: Provenance) -> str:
+    record = {"id": obs_id, "provenance": prov.to_dict()}
+    line = json.dumps(record, ensure_ascii=False, sort_keys=True)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        # A transcript path with bytes that are not UTF-8 arrives as surrogate escapes, which
+        # UTF-8 cannot encode (the append crashed); JSON escapes carry them and read back exact.
+        line = json.dumps(record, ensure_ascii=True, sort_keys=True)
+    return line
 
 
 def read_ledger(path: Path) -> tuple[dict[str, Provenance], int]:
@@ -47,6 +56,7 @@ def read_ledger(path: Path) -> tuple[dict[str, Provenance], int]:
         try:
             record = json.loads(raw)
             out[str(record["id"])] = Provenance.from_dict(dict(record["provenance"]))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
+            # RecursionError: a garbage line of deeply nested brackets stops json's decoder.
             bad += 1
     return out, bad

@@ -35,11 +35,15 @@ _LINE = re.compile(
     rf"(?:(?P<time>{_TIME})\s+)?"
     rf"(?:{_TAG}\s*)?"
     rf"(?:(?P<time2>{_TIME})\s+)?"
-    r"(?P<text>.*?)"
-    r"(?:\s+\^(?P<bid>[0-9a-z]{6,16}))?\s*$",
+    r"(?P<text>.*)",
     re.DOTALL,
 )
-_LOOKS_LIKE_TAG = re.compile(r"^\s*(?:\S+\s+){0,2}\[[^\]]*\|[^\]]*\]")
+# The trailing block id is found apart from _LINE: inside it (after a lazy text) it was missed
+# when the emoji or time had already taken the space before it (an empty text, so the line's id
+# changed on every read and the line was added again), and long lines took quadratic time.
+_BLOCK_ID = re.compile(r"(?<!\S)\^(?P<bid>[0-9a-z]{6,16})\s*$")
+# ``[^\]|]*`` rather than ``[^\]]*`` before the bar: one way to match, so no quadratic backtracking.
+_LOOKS_LIKE_TAG = re.compile(r"^\s*(?:\S+\s+){0,2}\[[^\]|]*\|[^\]]*\]")
 _UNKNOWN_EMOJI = re.compile(r"^([\U0001F300-\U0001FAFF\u2600-\u27BF])\ufe0f?\s")
 _MEANING = re.compile(r"\(meaning (\d{4}-\d{2}-\d{2})\)")
 
@@ -57,11 +61,18 @@ def _scores(raw: str) -> dict[str, float]:
 
 
 def parse_observation(
-    rest: str, *, date: str, depth: int, line: int, raw: str, default_importance: float | None = None
+    rest: str,
+    *,
+    date: str,
+    depth: int,
+    line: int,
+    raw: str,
+    default_importance: float | None = None,
 ) -> tuple[Observation, list[ParseIssue]]:
     """Parse the text after a bullet into an observation, with any issues found on the way."""
     issues: list[ParseIssue] = []
-    match = _LINE.match(rest)
+    block = _BLOCK_ID.search(rest)
+    match = _LINE.match(rest if block is None else rest[: block.start()])
     assert match is not None  # the pattern accepts any text
     emoji = match.group("emoji")
     obs_type = match.group("type")
@@ -71,7 +82,9 @@ def parse_observation(
     if tagged and obs_type not in OBSERVATION_TYPES:
         issues.append(ParseIssue(line, f"unknown observation type {obs_type!r} (kept as written)"))
     if not tagged and _LOOKS_LIKE_TAG.match(rest):
-        issues.append(ParseIssue(line, "a tag that could not be read (expected [type|c=0.9|i=0.8])"))
+        issues.append(
+            ParseIssue(line, "a tag that could not be read (expected [type|c=0.9|i=0.8])")
+        )
     if emoji is None and (unknown := _UNKNOWN_EMOJI.match(text)):
         issues.append(ParseIssue(line, f"unknown priority emoji {unknown.group(1)} (kept as text)"))
     confidence = scores.get("c")
@@ -87,7 +100,7 @@ def parse_observation(
     importance = min(1.0, max(0.0, importance))
     if confidence is not None:
         confidence = min(1.0, max(0.0, confidence))
-    bid = match.group("bid")
+    bid = block.group("bid") if block is not None else None
     obs = Observation(
         text=text,
         date=date,

@@ -2,7 +2,7 @@
 
 An observation is one markdown line, readable by people and by the original tool::
 
-    - 🔴 14:30 [decision|c=0.95|i=0.90] Chose PostgreSQL over SQLite for concurrent writes ^k3v9q2m7xa
+    - 🔴 14:30 [decision|c=0.95|i=0.90] Chose PostgreSQL over SQLite ^k3v9q2m7xa
 
 Priority emoji are derived from importance (``priority_for``); lines without a scored tag take
 their importance from the emoji (``LEGACY_IMPORTANCE``, the mapping ClawVault and the original tool

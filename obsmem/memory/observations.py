@@ -45,7 +45,7 @@ TITLE = "# Observations"
 
 @dataclass
 class Day:
-    """One ``## YYYY-MM-DD`` section; line numbers are 0-based indexes into ``ObservationsDoc.lines``."""
+    """One ``## YYYY-MM-DD`` section; line numbers are 0-based indexes into ``.lines``."""
 
     date: str
     start: int
@@ -59,7 +59,7 @@ class Day:
 
 @dataclass
 class ObservationsDoc:
-    """A parsed observations file: the raw lines, the days found in them and what was not understood."""
+    """A parsed observations file: raw lines, the days found in them, what was not understood."""
 
     lines: list[str]
     days: list[Day]
@@ -108,7 +108,9 @@ class ObservationsDoc:
             return self, []
         if lines and not lines[-1].endswith("\n"):
             lines[-1] += nl
-        # Insert from the bottom of the file up, so earlier indexes stay valid.
+        # Each date is placed against a fresh parse of the lines so far: reusing the first
+        # parse put two new days after the last one in reverse order, and misplaced lines in
+        # files whose days are not in date order (their line indexes had moved).
         doc = self
         for date in sorted(by_date, reverse=True):
             items = by_date[date]
@@ -117,19 +119,26 @@ class ObservationsDoc:
                 lines = _insert_day(doc, lines, date, items, nl)
             else:
                 lines = _insert_into_day(lines, day, items, nl)
+            doc = parse_observations("".join(lines))
         return parse_observations(encode("".join(lines))), added
+
+
+def _in_time_order(items: list[Observation]) -> list[Observation]:
+    """``items`` by time (untimed last, ties in given order): new blocks were left unsorted."""
+    return sorted(items, key=lambda o: o.time or "99:99")
 
 
 def _insert_into_day(lines: list[str], day: Day, items: list[Observation], nl: str) -> list[str]:
     if day.observations_heading is None and not day.observations:
         # A day with only a Current Context: give it an Observations subsection at its end.
         at = _last_content(lines, day.start, day.end) + 1
-        block = [nl, "### Observations" + nl, nl] + [render_observation(o) + nl for o in items]
+        block = [nl, "### Observations" + nl, nl]
+        block += [render_observation(o) + nl for o in _in_time_order(items)]
         return lines[:at] + block + lines[at:]
     # In reverse of the final order, so that each insertion lands above the ones after it.
-    for obs in reversed(sorted(items, key=lambda o: o.time or "99:99")):
+    for obs in reversed(_in_time_order(items)):
         at = _position_in_day(lines, day, obs)
-        lines = lines[:at] + [render_observation(obs) + nl] + lines[at:]
+        lines = [*lines[:at], render_observation(obs) + nl, *lines[at:]]
     return lines
 
 
@@ -165,7 +174,7 @@ def _insert_day(
     doc: ObservationsDoc, lines: list[str], date: str, items: list[Observation], nl: str
 ) -> list[str]:
     section = [f"## {date}" + nl, nl, "### Observations" + nl, nl]
-    section += [render_observation(o) + nl for o in items]
+    section += [render_observation(o) + nl for o in _in_time_order(items)]
     sep = _uses_separators(doc) or not doc.days
     later = [d for d in doc.days if d.date > date]
     if later:
@@ -175,17 +184,18 @@ def _insert_day(
         return lines[:at] + section + tail + lines[at:]
     if not lines:
         return [TITLE + nl, nl, *section]
-    while lines and not body(lines[-1]).strip():
-        if len(lines) == 1:
-            break
-        lines = lines[:-1]
-    prefix: list[str] = [nl]
-    if doc.days and sep and body(lines[-1]).strip() != "---":
-        prefix = [nl, "---" + nl, nl]
+    # Trailing blank lines stay (no existing line changes) and stand for the blank line before
+    # the new section; they used to be dropped.
+    content = [text for text in (body(line).strip() for line in lines) if text]
+    prefix: list[str] = [] if not body(lines[-1]).strip() else [nl]
+    if doc.days and sep and content and content[-1] != "---":
+        prefix += ["---" + nl, nl]
     return lines + prefix + section
 
 
-def parse_observations(data: bytes | str, *, default_importance: float | None = None) -> ObservationsDoc:
+def parse_observations(
+    data: bytes | str, *, default_importance: float | None = None
+) -> ObservationsDoc:
     """Parse an observations (or archive) file. Never raises: what it cannot read is an issue."""
     if isinstance(data, bytes):
         text, issues = decode(data)
@@ -252,6 +262,7 @@ def parse_observations(data: bytes | str, *, default_importance: float | None = 
                 last.line_end = number
             else:
                 issues.append(ParseIssue(number, "text that is not an observation bullet (kept)"))
+                last = None  # indented text after this line continues it, not the bullet above
             continue
         indent = len(bullet.group("indent").expandtabs(4))
         while parents and _indent_of(parents[-1]) >= indent:
@@ -276,7 +287,9 @@ def parse_observations(data: bytes | str, *, default_importance: float | None = 
         last = obs
     for day in days:
         if day.context_start is not None and day.context_end is None:
-            day.context_end = day.observations_heading or day.end
+            # No heading followed the context in its day (an Observations heading after it
+            # would have ended it above), so it runs to the day's end.
+            day.context_end = day.end
     return ObservationsDoc(lines=lines, days=days, issues=issues)
 
 

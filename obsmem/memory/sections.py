@@ -24,7 +24,8 @@ from obsmem.memory.model import Entry, ParseIssue, make_id, normalise_text
 
 __all__ = ["SectionsDoc", "parse_sections"]
 
-_STAMP = re.compile(r"^[_*]\s*(Last (?:updated|reflected))\s*:\s*(.*?)\s*[_*]$", re.IGNORECASE)
+# Greedy value, right-stripped in code: a lazy ``(.*?)\s*[_*]$`` is quadratic on long spaces.
+_STAMP = re.compile(r"^[_*]\s*(Last (?:updated|reflected))\s*:\s*(.*)[_*]$", re.IGNORECASE)
 _DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 _BLOCK_ID = re.compile(r"\s\^([0-9a-z]{6,16})\s*$")
 _CITES = re.compile(r"\^([0-9a-z]{10})\b")
@@ -93,8 +94,9 @@ def parse_sections(data: bytes | str, *, kind: str = "reflections") -> SectionsD
             path.append((head.level, head.text))
             continue
         if (stamp := _STAMP.match(stripped)) is not None:
-            stamps[stamp.group(1).lower()] = stamp.group(2)
-            if default_date is None and (d := _DATE.search(stamp.group(2))):
+            value = stamp.group(2).rstrip()
+            stamps[stamp.group(1).lower()] = value
+            if default_date is None and (d := _DATE.search(value)):
                 default_date = d.group(1)
             continue
         if not path:

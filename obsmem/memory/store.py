@@ -7,12 +7,13 @@ and a killed writer leaves the old file or the new one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from obsmem import paths
-from obsmem.errors import MemoryFileError
+from obsmem.errors import MemoryFileError, UsageError
 from obsmem.memory.atomic import atomic_write, ensure_dir, memory_lock
 from obsmem.memory.ledger import append_provenance, read_ledger
 from obsmem.memory.model import (
@@ -28,6 +29,9 @@ from obsmem.memory.sections import SectionsDoc, parse_sections
 
 __all__ = ["SECTION_FILES", "MemoryStore", "new_observation"]
 
+_DATE = re.compile(r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])")
+_TIME = re.compile(r"([01]?\d|2[0-3]):[0-5]\d")
+
 #: Sectioned files at the top of the memory directory, with the kind that seeds their entry ids.
 SECTION_FILES: dict[str, str] = {
     paths.REFLECTIONS_FILE: "reflections",
@@ -41,7 +45,7 @@ def new_observation(
     *,
     date: str,
     time: str | None = None,
-    type: str | None = None,  # noqa: A002 - the field's name in the data model
+    type: str | None = None,  # the field's name in the data model
     importance: float = DEFAULT_IMPORTANCE,
     confidence: float | None = None,
     referenced_date: str | None = None,
@@ -55,6 +59,21 @@ def new_observation(
     one day gets the same id and is written once.
     """
     clean = " ".join(text.split())
+    if not clean:
+        raise UsageError("an observation needs some text")
+    if not _DATE.fullmatch(date):
+        # A malformed date would make a heading the parser does not see as a day, and the
+        # observation would then be added again on every run.
+        raise UsageError(f"observation date {date!r} is not YYYY-MM-DD")
+    if time is not None:
+        if not _TIME.fullmatch(time):
+            raise UsageError(f"observation time {time!r} is not HH:MM")
+        if len(time) == 4:
+            # "9:05" -> "09:05", as the parser reads it back: times are compared as strings
+            # when placing lines, and "9:05" sorted after "14:00".
+            time = "0" + time
+    if not 0.0 <= importance <= 1.0 or (confidence is not None and not 0.0 <= confidence <= 1.0):
+        raise UsageError("importance and confidence must be between 0 and 1")
     return Observation(
         text=clean,
         date=date,
@@ -126,7 +145,7 @@ class MemoryStore:
         return out
 
     def relative(self, path: Path) -> str:
-        """``path`` relative to the memory directory, with forward slashes (how the index names files)."""
+        """``path`` relative to the memory directory, with forward slashes (the index's names)."""
         try:
             return path.relative_to(self.home).as_posix()
         except ValueError:
@@ -149,7 +168,9 @@ class MemoryStore:
         except IsADirectoryError:
             raise MemoryFileError(f"{path} is a directory", "move it away") from None
         except OSError as exc:
-            raise MemoryFileError(f"cannot read {path}: {exc.strerror}", "check its permissions") from None
+            raise MemoryFileError(
+                f"cannot read {path}: {exc.strerror}", "check its permissions"
+            ) from None
 
     def read_observations(self, path: Path | None = None) -> ObservationsDoc:
         """Parse ``observations.md`` (or an archive month given as ``path``)."""

@@ -1,0 +1,512 @@
+"""Keeping the index in step with the memory files, with no flag to remember.
+
+Every search calls ``refresh`` first. It lists the memory files and stats each one (plus the
+provenance ledger) and compares size and ``mtime_ns`` with what the ``files`` table recorded; when
+nothing moved, that is the whole cost: no file is read and nothing is written. A file whose stat
+moved is read and hashed; only when its SHA-256 differs too are its rows replaced from a fresh
+parse, so a ``touch`` or an editor saving the same bytes costs a hash, not a reindex.
+
+Writes happen in one ``BEGIN IMMEDIATE`` transaction, and the staleness check is done again once
+the write lock is held: two processes that both saw a stale file do the work once, and because a
+file's rows are always deleted before they are inserted, no interleaving can duplicate a row.
+
+A file modified within ``RACY_WINDOW_NS`` of being indexed is recorded with ``mtime_ns = -1``:
+filesystem timestamps are coarse (milliseconds on ext4, seconds on some), so a same-size rewrite
+in the same tick would otherwise look unchanged forever (git's "racily clean" problem). Such a
+file is hashed once more on the next refresh, which settles it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from obsmem import paths
+from obsmem.errors import IndexError_, MemoryFileError
+from obsmem.index.db import index_generation, is_corruption, open_index, using_index
+from obsmem.index.schema import ENTRY_COLUMNS, schema_version
+from obsmem.memory.model import ParseIssue, Provenance
+from obsmem.memory.observations import parse_observations
+from obsmem.memory.sections import parse_sections
+from obsmem.memory.store import SECTION_FILES, MemoryStore
+
+__all__ = [
+    "RACY_WINDOW_NS",
+    "FileIssue",
+    "RefreshReport",
+    "entry_kind",
+    "index_issues",
+    "index_status",
+    "rebuild",
+    "refresh",
+]
+
+#: Files modified less than this long before they were indexed get hashed again next time.
+RACY_WINDOW_NS = 2_000_000_000
+
+_TOP_KINDS: dict[str, str] = {
+    paths.OBSERVATIONS_FILE: "observation",
+    paths.REFLECTIONS_FILE: "reflection",
+    paths.PROFILE_FILE: "profile",
+    paths.ACTIVE_FILE: "active",
+}
+_DIR_KINDS: dict[str, str] = {paths.ARCHIVE_DIR: "archive", paths.VAULT_DIR: "vault"}
+_OBSERVATION_KINDS = frozenset({"observation", "archive"})
+
+_INSERT = (
+    f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in ENTRY_COLUMNS)})"
+)
+# The schema lists the provenance columns last, in this order.
+_PROVENANCE_COLUMNS = ENTRY_COLUMNS[ENTRY_COLUMNS.index("session") :]
+
+ProvenanceValues = tuple[str | None, str | None, str | None, str | None, int | None, int | None]
+_NO_PROVENANCE: ProvenanceValues = (None, None, None, None, None, None)
+
+
+@dataclass(frozen=True)
+class FileIssue:
+    """Something in a memory file the parser could not understand (the line is kept as written)."""
+
+    file: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}"
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {"file": self.file, "line": self.line, "message": self.message}
+
+
+@dataclass
+class RefreshReport:
+    """What one refresh (or rebuild) did.
+
+    ``files_indexed`` files were parsed and their ``entries`` rows inserted; ``files_removed``
+    files had disappeared; ``files_rehashed`` had a new stat but the same bytes. ``issues`` are
+    the parse issues of the files parsed by this refresh (``index_issues`` has every file's).
+    """
+
+    files_indexed: int = 0
+    files_removed: int = 0
+    entries: int = 0
+    issues: list[FileIssue] = field(default_factory=list)
+    files_rehashed: int = 0
+    provenance_updated: int = 0
+
+    @property
+    def changed(self) -> bool:
+        """True when the index's search results may differ from before the refresh."""
+        return bool(self.files_indexed or self.files_removed or self.provenance_updated)
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {
+            "files_indexed": self.files_indexed,
+            "files_removed": self.files_removed,
+            "entries": self.entries,
+            "files_rehashed": self.files_rehashed,
+            "provenance_updated": self.provenance_updated,
+            "issues": [issue.to_dict() for issue in self.issues],
+        }
+
+
+def entry_kind(relative: str) -> str | None:
+    """The entry kind of a memory file, from its path relative to the memory directory."""
+    if relative in _TOP_KINDS:
+        return _TOP_KINDS[relative]
+    top, sep, _ = relative.partition("/")
+    return _DIR_KINDS.get(top) if sep else None
+
+
+@dataclass(frozen=True)
+class _FileState:
+    path: Path
+    rel: str
+    kind: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class _Scan:
+    files: dict[str, _FileState]
+    ledger: str  # the ledger's stat signature
+    home: str
+    at_ns: int  # when the scan started: files modified after it minus the window are racy
+
+
+@dataclass
+class _Plan:
+    stale: list[_FileState]
+    removed: list[str]
+    ledger_changed: bool
+    home_changed: bool
+
+    @property
+    def empty(self) -> bool:
+        return not (self.stale or self.removed or self.ledger_changed or self.home_changed)
+
+
+def _signature(path: Path, at_ns: int) -> str:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "missing"
+    except OSError:
+        return "unreadable"
+    if st.st_mtime_ns > at_ns - RACY_WINDOW_NS:
+        return f"racy:{st.st_size}:{st.st_mtime_ns}"
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+def _scan(store: MemoryStore) -> _Scan:
+    at_ns = time.time_ns()
+    files: dict[str, _FileState] = {}
+    for path in store.memory_files():
+        rel = store.relative(path)
+        kind = entry_kind(rel)
+        if kind is None:
+            continue
+        try:
+            st = path.stat()
+        except OSError:
+            continue  # vanished since it was listed: treated as removed
+        files[rel] = _FileState(path, rel, kind, st.st_size, st.st_mtime_ns)
+    ledger = _signature(store.ledger_path, at_ns)
+    return _Scan(files, ledger, os.path.abspath(store.home), at_ns)
+
+
+def _plan(conn: sqlite3.Connection, scan: _Scan, *, clear: bool = False) -> _Plan:
+    meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+    home_changed = clear or meta.get("home") != scan.home
+    recorded: dict[str, tuple[int, int]] = {}
+    if not home_changed:
+        recorded = {
+            str(p): (int(s), int(m))
+            for p, s, m in conn.execute("SELECT path, size, mtime_ns FROM files")
+        }
+    stale = [
+        state
+        for rel, state in scan.files.items()
+        if recorded.get(rel) != (state.size, state.mtime_ns)
+    ]
+    removed = [rel for rel in recorded if rel not in scan.files]
+    ledger_changed = home_changed or meta.get("ledger") != scan.ledger
+    return _Plan(stale, removed, ledger_changed, home_changed)
+
+
+@contextmanager
+def _write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _provenance_values(prov: Provenance | None) -> ProvenanceValues:
+    if prov is None:
+        return _NO_PROVENANCE
+    return (prov.session, prov.agent, prov.project, prov.path, prov.line_start, prov.line_end)
+
+
+def _parse(
+    state: _FileState, data: bytes, ledger: dict[str, Provenance]
+) -> tuple[list[tuple[object, ...]], list[ParseIssue]]:
+    """The ``entries`` rows of one file (columns in ``ENTRY_COLUMNS`` order) and its issues."""
+    rows: list[tuple[object, ...]] = []
+    if state.kind in _OBSERVATION_KINDS:
+        doc = parse_observations(data)
+        for obs in doc.observations:
+            rows.append((
+                obs.id, state.kind, state.rel, obs.line, obs.line_end, obs.date, obs.time,
+                obs.priority, obs.type, obs.confidence, obs.importance, obs.referenced_date,
+                None, obs.text, *_provenance_values(ledger.get(obs.id)),
+            ))  # fmt: skip
+        return rows, doc.issues
+    # Vault pages are seeded with their own path so equal lines on two pages get distinct ids.
+    seed = SECTION_FILES.get(state.rel, state.rel)
+    sections = parse_sections(data, kind=seed)
+    for entry in sections.entries:
+        rows.append((
+            entry.id, state.kind, state.rel, entry.line, entry.line, entry.date, None,
+            entry.priority, entry.type, None, entry.importance, None,
+            entry.section or None, entry.text, *_provenance_values(ledger.get(entry.id)),
+        ))  # fmt: skip
+    return rows, sections.issues
+
+
+def _delete_rows(conn: sqlite3.Connection, rel: str) -> None:
+    # External-content FTS5 must be told the exact indexed values of each row it forgets.
+    conn.execute(
+        "INSERT INTO entries_fts (entries_fts, rowid, text, section) "
+        "SELECT 'delete', rowid, text, section FROM entries WHERE file = ?",
+        (rel,),
+    )
+    conn.execute("DELETE FROM entries WHERE file = ?", (rel,))
+    conn.execute("DELETE FROM issues WHERE file = ?", (rel,))
+
+
+_ID, _SECTION, _TEXT = (ENTRY_COLUMNS.index(name) for name in ("id", "section", "text"))
+_UPDATE = f"UPDATE entries SET {', '.join(f'{c} = ?' for c in ENTRY_COLUMNS)} WHERE rowid = ?"
+
+
+def _replace_rows(conn: sqlite3.Connection, rel: str, rows: list[tuple[object, ...]]) -> None:
+    """Make ``rel``'s rows in ``entries`` (and ``entries_fts``) exactly ``rows``.
+
+    A new observation changes a few lines of a file that may hold thousands, and rewriting every
+    row's full-text postings costs far more than parsing. So rows are matched to the ones already
+    there by (id, section, text): a match keeps its rowid and its postings (other columns, such as
+    a shifted line number, are updated in place), and only the rest is deleted or inserted.
+    """
+    existing = conn.execute(
+        f"SELECT rowid, {', '.join(ENTRY_COLUMNS)} FROM entries WHERE file = ?", (rel,)
+    ).fetchall()
+    if not existing:
+        conn.executemany(_INSERT, rows)
+        conn.execute(
+            "INSERT INTO entries_fts (rowid, text, section) "
+            "SELECT rowid, text, section FROM entries WHERE file = ?",
+            (rel,),
+        )
+        return
+    pool: dict[tuple[object, object, object], list[tuple[int, tuple[object, ...]]]] = {}
+    for rowid, *values in existing:
+        old = tuple(values)
+        pool.setdefault((old[_ID], old[_SECTION], old[_TEXT]), []).append((int(rowid), old))
+    inserts: list[tuple[object, ...]] = []
+    updates: list[tuple[object, ...]] = []
+    for row in rows:
+        bucket = pool.get((row[_ID], row[_SECTION], row[_TEXT]))
+        if bucket:
+            rowid, old = bucket.pop(0)
+            if old != row:
+                updates.append((*row, rowid))
+        else:
+            inserts.append(row)
+    gone = [(rowid,) for bucket in pool.values() for rowid, _ in bucket]
+    conn.executemany(
+        "INSERT INTO entries_fts (entries_fts, rowid, text, section) "
+        "SELECT 'delete', rowid, text, section FROM entries WHERE rowid = ?",
+        gone,
+    )
+    conn.executemany("DELETE FROM entries WHERE rowid = ?", gone)
+    # Matched rows have the same text and section, so their postings stay valid as they are.
+    conn.executemany(_UPDATE, updates)
+    for row in inserts:
+        rowid = conn.execute(_INSERT, row).lastrowid
+        conn.execute(
+            "INSERT INTO entries_fts (rowid, text, section) VALUES (?, ?, ?)",
+            (rowid, row[_TEXT], row[_SECTION]),
+        )
+
+
+def _clear(conn: sqlite3.Connection) -> None:
+    conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('delete-all')")
+    for table in ("entries", "files", "issues", "meta"):
+        conn.execute(f"DELETE FROM {table}")
+
+
+def _sync_provenance(conn: sqlite3.Connection, ledger: dict[str, Provenance]) -> int:
+    """Bring every row's provenance columns in line with the ledger; return how many changed."""
+    columns = ", ".join(_PROVENANCE_COLUMNS)
+    updates = [
+        (*want, rowid)
+        for rowid, entry_id, *have in conn.execute(f"SELECT rowid, id, {columns} FROM entries")
+        if tuple(have) != (want := _provenance_values(ledger.get(str(entry_id))))
+    ]
+    assignments = ", ".join(f"{name} = ?" for name in _PROVENANCE_COLUMNS)
+    conn.executemany(f"UPDATE entries SET {assignments} WHERE rowid = ?", updates)
+    return len(updates)
+
+
+def _apply(
+    store: MemoryStore, conn: sqlite3.Connection, scan: _Scan, plan: _Plan, report: RefreshReport
+) -> None:
+    """Carry out ``plan`` inside the caller's write transaction."""
+    if plan.home_changed:
+        _clear(conn)  # paths are relative to the memory directory: another one shares nothing
+    ledger: dict[str, Provenance] | None = None
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    for rel in plan.removed:
+        _delete_rows(conn, rel)
+        conn.execute("DELETE FROM files WHERE path = ?", (rel,))
+        report.files_removed += 1
+    for state in plan.stale:
+        try:
+            data = store.read_bytes(state.path)
+        except MemoryFileError as exc:
+            # Keep its old rows and leave the stat unrecorded, so the next refresh tries again.
+            report.issues.append(FileIssue(state.rel, 0, str(exc)))
+            continue
+        digest = hashlib.sha256(data).hexdigest()
+        mtime_ns = state.mtime_ns if state.mtime_ns <= scan.at_ns - RACY_WINDOW_NS else -1
+        row = conn.execute("SELECT sha256 FROM files WHERE path = ?", (state.rel,)).fetchone()
+        if row is not None and row[0] == digest:
+            conn.execute(
+                "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
+                (state.size, mtime_ns, state.rel),
+            )
+            report.files_rehashed += 1
+            continue
+        if ledger is None:
+            ledger = store.provenance()
+        rows, issues = _parse(state, data, ledger)
+        _replace_rows(conn, state.rel, rows)
+        conn.execute("DELETE FROM issues WHERE file = ?", (state.rel,))
+        conn.executemany(
+            "INSERT INTO issues (file, line, message) VALUES (?, ?, ?)",
+            [(state.rel, issue.line, issue.message) for issue in issues],
+        )
+        conn.execute(
+            "INSERT OR REPLACE INTO files (path, kind, size, mtime_ns, sha256, indexed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (state.rel, state.kind, state.size, mtime_ns, digest, now),
+        )
+        report.files_indexed += 1
+        report.entries += len(rows)
+        report.issues.extend(FileIssue(state.rel, i.line, i.message) for i in issues)
+    if plan.ledger_changed:
+        if ledger is None:
+            ledger = store.provenance()
+        report.provenance_updated = _sync_provenance(conn, ledger)
+    # A racy ledger stat is recorded as a value no scan produces, so the next refresh rereads it.
+    ledger_seen = "unverified" if scan.ledger.startswith("racy:") else scan.ledger
+    meta = {"home": scan.home, "ledger": ledger_seen}
+    conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", meta.items())
+
+
+def _index_error(store: MemoryStore, exc: sqlite3.Error) -> IndexError_:
+    if is_corruption(exc):
+        return IndexError_(
+            f"the search index {store.index_path} is damaged: {exc}",
+            "run `om reindex` to rebuild it",
+        )
+    return IndexError_(
+        f"cannot update the search index {store.index_path}: {exc}",
+        "another om process may be rebuilding it; try again, or run `om reindex`",
+    )
+
+
+def refresh(store: MemoryStore, conn: sqlite3.Connection) -> RefreshReport:
+    """Bring the index up to date with the memory directory and the provenance ledger.
+
+    Unchanged files cost one ``stat`` each (after the listing) and are never read. Raises
+    ``IndexError_`` when the index cannot be written (busy for over 10 s, damaged, disk full);
+    ``db.is_corruption(err)`` tells damage, which ``db.reset_index`` repairs, from the rest.
+    """
+    return _refresh(store, conn, clear=False)
+
+
+def _refresh(store: MemoryStore, conn: sqlite3.Connection, *, clear: bool) -> RefreshReport:
+    report = RefreshReport()
+    try:
+        if not clear and _plan(conn, _scan(store)).empty:
+            return report
+        with _write_transaction(conn):
+            # Check again with the write lock held: another process may have done the work.
+            scan = _scan(store)
+            plan = _plan(conn, scan, clear=clear)
+            if not plan.empty:
+                _apply(store, conn, scan, plan, report)
+            if clear:
+                conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
+    except sqlite3.Error as exc:
+        # Chained, so ``is_corruption(err)`` can tell damage (rebuild) from a busy index (wait).
+        raise _index_error(store, exc) from exc
+    return report
+
+
+def rebuild(store: MemoryStore) -> RefreshReport:
+    """Drop everything in the index and reindex every memory file (``om reindex``).
+
+    A damaged index file is deleted and recreated first. The old contents stay visible to other
+    processes until the new ones are committed, in a single transaction.
+    """
+    return using_index(store.index_path, lambda conn: _refresh(store, conn, clear=True))
+
+
+def index_issues(conn: sqlite3.Connection) -> list[FileIssue]:
+    """The parse issues of every indexed file, by file and line (for ``om doctor``)."""
+    return [
+        FileIssue(str(f), int(line), str(message))
+        for f, line, message in conn.execute(
+            "SELECT file, line, message FROM issues ORDER BY file, line, rowid"
+        )
+    ]
+
+
+def _content_changed(conn: sqlite3.Connection, store: MemoryStore, state: _FileState) -> bool:
+    row = conn.execute("SELECT sha256 FROM files WHERE path = ?", (state.rel,)).fetchone()
+    if row is None:
+        return True
+    try:
+        data = store.read_bytes(state.path)
+    except MemoryFileError:
+        return True
+    return hashlib.sha256(data).hexdigest() != str(row[0])
+
+
+def index_status(store: MemoryStore) -> dict[str, object]:
+    """What ``om status`` (and ``om doctor``) show about the index, without refreshing it.
+
+    Keys: ``exists``, ``path``, ``healthy`` (False when the database was damaged and had to be
+    replaced by an empty one just now), ``schema_version``, ``entries``, ``files``,
+    ``stale_files`` (memory files that are new, deleted, or whose bytes changed since they were
+    indexed: a file whose stat moved is hashed to tell), ``ledger_stale`` and ``issues`` (parse
+    issues recorded). A missing index is not created.
+    """
+    path = store.index_path
+    scan = _scan(store)
+    status: dict[str, object] = {
+        "exists": path.is_file(),
+        "path": str(path),
+        "healthy": True,
+        "schema_version": None,
+        "entries": 0,
+        "files": 0,
+        "stale_files": len(scan.files),
+        "ledger_stale": True,
+        "issues": 0,
+    }
+    if not status["exists"]:
+        return status
+    before = index_generation(path)
+    conn = open_index(path)
+    try:
+        plan = _plan(conn, scan)
+        if plan.home_changed:
+            stale = len(scan.files)  # the rows describe another directory, or none at all
+        else:
+            stale = sum(_content_changed(conn, store, state) for state in plan.stale)
+
+        def count(table: str) -> int:
+            return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+        status.update(
+            healthy=index_generation(path) == before,
+            schema_version=schema_version(conn),
+            entries=count("entries"),
+            files=count("files"),
+            stale_files=stale + len(plan.removed),
+            ledger_stale=plan.ledger_changed,
+            issues=count("issues"),
+        )
+    except sqlite3.Error as exc:
+        raise _index_error(store, exc) from exc
+    finally:
+        conn.close()
+    return status

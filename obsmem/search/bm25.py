@@ -1,0 +1,158 @@
+"""Keyword search over the whole memory: SQLite FTS5 ranked by BM25.
+
+``search`` is always fresh: it refreshes the index before querying (a stat per memory file when
+nothing changed), so a line added by hand is found by the very next search and the first search
+of a directory that was never indexed builds the index. A missing or damaged index is rebuilt on
+the way, without a message: it is derived data.
+
+SQLite's ``bm25()`` returns lower-is-better negative numbers; a ``Hit`` carries its negation, so
+a higher ``score`` is a better match, and ``rank`` 1 is the best hit. Scores are comparable only
+within one query.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from obsmem.errors import UsageError
+from obsmem.index.db import using_index
+from obsmem.index.query import fts_query
+from obsmem.index.sync import refresh as refresh_index
+from obsmem.memory.store import MemoryStore
+
+__all__ = ["SECTION_WEIGHT", "TEXT_WEIGHT", "Hit", "query_index", "search"]
+
+#: BM25 column weights. A section heading ("Preferences / Editor") says what an entry is about,
+#: but a word in it is shared by every entry below it, so it counts for less than the entry's text.
+TEXT_WEIGHT = 1.0
+SECTION_WEIGHT = 0.5
+
+_PROVENANCE_KEYS = ("source_path", "line_start", "line_end", "session", "agent", "project")
+
+# The CTE lets FTS5 produce and sort only the matches; entries are joined for the top ``limit``.
+# Ties are broken by rowid so that a query gives the same order on every run.
+_SQL = """
+WITH matched AS (
+    SELECT rowid AS rid, bm25(entries_fts, ?, ?) AS raw
+    FROM entries_fts
+    WHERE entries_fts MATCH ?
+    ORDER BY raw, rowid
+    LIMIT ?
+)
+SELECT m.raw, e.id, e.kind, e.file, e.line, e.date, e.time, e.priority, e.type, e.importance,
+       e.section, e.text, e.source_path, e.source_line_start, e.source_line_end, e.session,
+       e.agent, e.project
+FROM matched AS m JOIN entries AS e ON e.rowid = m.rid
+ORDER BY m.raw, m.rid
+"""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: where the entry is, what it says, how well it matched, where it came from.
+
+    ``provenance`` (for observations the ledger knows) has the keys ``source_path``,
+    ``line_start``, ``line_end``, ``session``, ``agent`` and ``project``; it is None otherwise.
+    """
+
+    rank: int
+    score: float
+    id: str
+    kind: str
+    file: str
+    line: int | None
+    date: str | None
+    time: str | None
+    priority: str | None
+    type: str | None
+    importance: float | None
+    section: str | None
+    text: str
+    provenance: dict[str, object] | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict with every field (``None`` for what is unknown)."""
+        return {
+            "rank": self.rank,
+            "score": self.score,
+            "id": self.id,
+            "kind": self.kind,
+            "file": self.file,
+            "line": self.line,
+            "date": self.date,
+            "time": self.time,
+            "priority": self.priority,
+            "type": self.type,
+            "importance": self.importance,
+            "section": self.section,
+            "text": self.text,
+            "provenance": dict(self.provenance) if self.provenance is not None else None,
+        }
+
+
+def _hit(rank: int, row: sqlite3.Row | tuple[object, ...]) -> Hit:
+    (raw, entry_id, kind, file, line, date, time, priority, type_, importance, section, text,
+     source_path, line_start, line_end, session, agent, project) = row  # fmt: skip
+    provenance: dict[str, object] | None = None
+    if source_path is not None:
+        values = (source_path, line_start, line_end, session, agent, project)
+        provenance = dict(zip(_PROVENANCE_KEYS, values, strict=True))
+    return Hit(
+        rank=rank,
+        # 0.0 - x: bm25 is never positive, and this keeps a perfect 0 from printing as -0.0.
+        score=0.0 - float(raw),  # type: ignore[arg-type]
+        id=str(entry_id),
+        kind=str(kind),
+        file=str(file),
+        line=_int_or_none(line),
+        date=_str_or_none(date),
+        time=_str_or_none(time),
+        priority=_str_or_none(priority),
+        type=_str_or_none(type_),
+        importance=float(importance) if importance is not None else None,  # type: ignore[arg-type]
+        section=_str_or_none(section),
+        text=str(text),
+        provenance=provenance,
+    )
+
+
+def _str_or_none(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) else None
+
+
+def query_index(conn: sqlite3.Connection, expression: str, limit: int) -> list[Hit]:
+    """Run an FTS5 ``MATCH`` expression (from ``fts_query``) and return the best ``limit`` hits."""
+    rows = conn.execute(_SQL, (TEXT_WEIGHT, SECTION_WEIGHT, expression, limit)).fetchall()
+    return [_hit(rank, row) for rank, row in enumerate(rows, start=1)]
+
+
+def search(store: MemoryStore, query: str, *, limit: int = 10, refresh: bool = True) -> list[Hit]:
+    """The best ``limit`` entries of the memory for ``query``, best first.
+
+    Any text is accepted: it is reduced to its words (``fts_query``), so FTS5 operators and
+    punctuation are searched as words or ignored, never interpreted. A query with no word in it
+    returns ``[]``, as does a memory directory that does not exist. ``refresh=False`` skips
+    bringing the index up to date first (for callers that just did). Raises ``UsageError`` for a
+    ``limit`` below 1 and ``IndexError_`` when the index can be neither used nor rebuilt.
+    """
+    if limit < 1:
+        raise UsageError(
+            f"the result limit must be at least 1, not {limit}", "pass a positive limit"
+        )
+    expression = fts_query(query)
+    if expression is None:
+        return []
+    if not store.home.is_dir() and not store.index_path.exists():
+        return []  # nothing to search, and no reason to create a state directory for it
+
+    def run(conn: sqlite3.Connection) -> list[Hit]:
+        if refresh:
+            refresh_index(store, conn)
+        return query_index(conn, expression, limit)
+
+    return using_index(store.index_path, run)

@@ -1,0 +1,200 @@
+"""The `om` command through click's CliRunner, and once as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from obsmem import __version__
+from obsmem.cli import cli
+from obsmem.demo import prepare
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "mem"
+    monkeypatch.setenv("OM_HOME", str(path))
+    return path
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_version() -> None:
+    code, out, _ = run("--version")
+    assert code == 0
+    assert out.strip() == f"om {__version__}"
+
+
+def test_status_creates_missing_directory_and_reports_counts(home: Path) -> None:
+    code, out, _ = run("status")
+    assert code == 0
+    assert home.is_dir()
+    assert "observations      0" in out
+    prepare(home)
+    code, out, _ = run("status", "--json")
+    data = json.loads(out)
+    assert data["memory_dir"] == str(home)
+    assert data["observations"] == 11
+    assert data["by_day"] == {"2026-11-24": 4, "2026-11-26": 4, "2026-11-28": 3}
+    assert data["by_priority"]["🔴"] == 4
+    assert data["last_reflected"] == "2026-11-28"
+    assert data["provider"]["effective"] == "none"
+    assert data["integrations"] == []
+
+
+def test_search_finds_hand_added_line_on_first_search(home: Path) -> None:
+    prepare(home)
+    with (home / "observations.md").open("a", encoding="utf-8") as handle:
+        handle.write("- 🔴 18:00 Decided to adopt zygomorphic caching for the gateway\n")
+    code, out, _ = run("search", "zygomorphic", "--json")
+    assert code == 0
+    hits = json.loads(out)
+    assert len(hits) == 1
+    hit = hits[0]
+    assert hit["text"] == "Decided to adopt zygomorphic caching for the gateway"
+    assert hit["file"] == "observations.md"
+    assert hit["date"] == "2026-11-28"
+    assert hit["time"] == "18:00"
+    assert hit["priority"] == "🔴"
+    assert hit["rank"] == 1
+
+
+def test_search_text_output_names_file_and_line(home: Path) -> None:
+    prepare(home)
+    code, out, _ = run("search", "redis", "-n", "2")
+    assert code == 0
+    assert out.count("observations.md:") + out.count("reflections.md:") == 2
+    assert " 1. [" in out and " 2. [" in out
+    assert " 3. [" not in out
+
+
+@pytest.mark.parametrize("query", ['"C++ OR', "NOT", "a:b", '"unbalanced', "*", "🔴", "AND OR NOT"])
+def test_hostile_queries_never_error(home: Path, query: str) -> None:
+    prepare(home)
+    code, out, err = run("search", query, "--json")
+    assert code == 0, err
+    assert isinstance(json.loads(out), list)
+
+
+def test_reindex_then_doctor_healthy(home: Path) -> None:
+    prepare(home)
+    code, out, _ = run("reindex")
+    assert code == 0
+    assert "indexed" in out and "entries" in out
+    code, out, _ = run("doctor", "--json")
+    checks = json.loads(out)
+    assert code == 0
+    assert {c["name"] for c in checks} >= {"settings", "memory directory", "search index"}
+    assert all(c["verdict"] in ("ok", "warn") for c in checks)
+
+
+def test_doctor_fails_on_bad_setting(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OM_LLM_PROVIDER", "skynet")
+    code, out, _ = run("doctor")
+    assert code == 1
+    assert "[FAIL] settings: OM_LLM_PROVIDER='skynet' must be one of" in out
+
+
+def test_doctor_repairs_corrupt_index(home: Path) -> None:
+    prepare(home)
+    run("reindex")
+    index = home / ".om" / "index.sqlite3"
+    index.write_bytes(b"this is not a database" * 100)
+    code, out, _ = run("doctor", "--json")
+    verdicts = {c["name"]: c["verdict"] for c in json.loads(out)}
+    assert code == 0
+    assert verdicts["search index"] in ("ok", "repaired")
+    code, out, _ = run("search", "tortoise", "--json")
+    assert json.loads(out)
+
+
+def test_doctor_reports_unparsed_lines(home: Path) -> None:
+    home.mkdir(parents=True)
+    (home / "observations.md").write_bytes(
+        b"# Observations\n\nstray text\n\n## 2026-01-02\n\n- ok line\n"
+    )
+    code, out, _ = run("doctor")
+    assert code == 0
+    assert "[warn] file observations.md: 1 line(s) not understood" in out
+
+
+def test_bad_setting_is_one_line_error(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OM_LOCK_TIMEOUT_SECONDS", "soon")
+    code, _, err = run("status")
+    assert code == 2
+    assert err.strip() == (
+        "om: error: OM_LOCK_TIMEOUT_SECONDS='soon' must be a number (change it in the environment)"
+    )
+    assert "Traceback" not in err
+
+
+def test_bad_setting_in_env_file_names_the_file(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env_file = tmp_path / "env"
+    env_file.write_text("OM_SEARCH_BACKEND=fuzzy\n")
+    monkeypatch.setenv("OM_ENV_FILE", str(env_file))
+    code, _, err = run("status")
+    assert code == 2
+    assert f"change it in {env_file}" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_demo_runs_and_cleans_up(tmp_path: Path) -> None:
+    target = tmp_path / "demo"
+    code, out, _ = run("demo", "--home", str(target))
+    assert code == 0
+    assert "observations      11" in out
+    assert "om search 'redis ci'" in out
+    assert "Redis" in out
+    assert (target / "observations.md").is_file()
+
+
+def test_demo_refuses_non_empty_home(tmp_path: Path) -> None:
+    (tmp_path / "x").write_text("keep me")
+    code, _, err = run("demo", "--home", str(tmp_path))
+    assert code == 2
+    assert "is not empty" in err
+    assert (tmp_path / "x").read_text() == "keep me"
+
+
+def test_real_subprocess_search_and_version(tmp_path: Path) -> None:
+    home = tmp_path / "mem"
+    prepare(home)
+    env = {**os.environ, "OM_HOME": str(home)}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from obsmem.cli.main import main; main()",
+            "search",
+            "tortoise",
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    hits = json.loads(done.stdout)
+    assert any("Tortoise ORM" in h["text"] for h in hits)
+    done = subprocess.run(
+        [sys.executable, "-c", "from obsmem.cli.main import main; main()", "--version"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.strip() == f"om {__version__}"

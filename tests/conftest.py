@@ -1,0 +1,60 @@
+"""Shared fixtures: every test runs with its own home, config and data directories.
+
+Tests must never read or write the real ``~/.local/share/observational-memory``, the user's
+settings file or an agent's transcripts, so every variable that can point om somewhere is set to a
+fresh temporary path (or removed) before each test.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from obsmem.memory.store import MemoryStore
+
+# Variables that would send om (or the agents it reads) to a real place if inherited.
+_CLEARED_PREFIXES = ("OM_",)
+_CLEARED = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "OM_INDEX_PATH",
+    "OM_STATE_DIR",
+    "OM_ENV_FILE",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Point HOME, XDG_*, OM_HOME, OM_CONFIG_DIR and the agents' homes at a temporary tree."""
+    root = tmp_path_factory.mktemp("env")
+    for name in list(os.environ):
+        if name.startswith(_CLEARED_PREFIXES) or name in _CLEARED:
+            monkeypatch.delenv(name, raising=False)
+    places = {
+        "HOME": root / "home",
+        "XDG_DATA_HOME": root / "xdg-data",
+        "XDG_CONFIG_HOME": root / "xdg-config",
+        "XDG_STATE_HOME": root / "xdg-state",
+        "XDG_CACHE_HOME": root / "xdg-cache",
+        "OM_HOME": root / "om-home",
+        "OM_CONFIG_DIR": root / "om-config",
+        "CLAUDE_CONFIG_DIR": root / "claude",
+        "CODEX_HOME": root / "codex",
+        "HERMES_HOME": root / "hermes",
+        "OPENCLAW_HOME": root / "openclaw",
+    }
+    for name, path in places.items():
+        monkeypatch.setenv(name, str(path))
+    (root / "home").mkdir()
+    return root
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> MemoryStore:
+    """A store over a new, empty memory directory (created, with its state directory)."""
+    return MemoryStore(tmp_path / "mem").ensure()

@@ -1,0 +1,138 @@
+"""The provenance ledger: append-only JSON lines keyed by observation id."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from obsmem.memory.ledger import append_provenance, read_ledger
+from obsmem.memory.model import Provenance
+
+PROV = Provenance(
+    path="/t/claude/s1.jsonl", line_start=10, line_end=14, session="s1", agent="claude"
+)
+
+
+def test_append_and_read(tmp_path: Path) -> None:
+    ledger = tmp_path / "state" / "provenance.jsonl"
+    other = Provenance(path="/t/codex/r.jsonl", byte_start=0, byte_end=512, project="om")
+    assert append_provenance(ledger, [("a0b1c2d3e4", PROV), ("k3v9q2m7xa", other)]) == 2
+    assert stat.S_IMODE(ledger.stat().st_mode) == 0o600
+    assert stat.S_IMODE(ledger.parent.stat().st_mode) == 0o700
+    lines = ledger.read_bytes().splitlines()
+    assert len(lines) == 2
+    assert json.loads(lines[0]) == {"id": "a0b1c2d3e4", "provenance": PROV.to_dict()}
+    assert read_ledger(ledger) == ({"a0b1c2d3e4": PROV, "k3v9q2m7xa": other}, 0)
+
+
+def test_missing_ledger_is_empty(tmp_path: Path) -> None:
+    assert read_ledger(tmp_path / "nope.jsonl") == ({}, 0)
+
+
+def test_nothing_to_append_creates_nothing(tmp_path: Path) -> None:
+    ledger = tmp_path / "provenance.jsonl"
+    assert append_provenance(ledger, []) == 0
+    assert not ledger.exists()
+
+
+def test_last_entry_wins(tmp_path: Path) -> None:
+    ledger = tmp_path / "provenance.jsonl"
+    append_provenance(ledger, [("a0b1c2d3e4", PROV)])
+    newer = Provenance(path="/t/other.jsonl")
+    append_provenance(ledger, [("a0b1c2d3e4", newer)])
+    assert read_ledger(ledger) == ({"a0b1c2d3e4": newer}, 0)
+
+
+def test_torn_last_line_does_not_corrupt_the_next_append(tmp_path: Path) -> None:
+    ledger = tmp_path / "provenance.jsonl"
+    append_provenance(ledger, [("a0b1c2d3e4", PROV)])
+    with ledger.open("ab") as handle:  # a writer killed halfway through its line
+        handle.write(b'{"id": "zzzzzzzzzz", "provenance": {"pa')
+    assert read_ledger(ledger) == ({"a0b1c2d3e4": PROV}, 1)
+    later = Provenance(path="/t/later.jsonl", line_start=1)
+    append_provenance(ledger, [("k3v9q2m7xa", later)])
+    entries, bad = read_ledger(ledger)
+    assert entries == {"a0b1c2d3e4": PROV, "k3v9q2m7xa": later}
+    assert bad == 1
+    assert ledger.read_bytes().endswith(b"\n")
+
+
+_GARBAGE = [
+    b"not json",
+    b"{",
+    b"[]",
+    b"42",
+    b'"a string"',
+    b"null",
+    b'{"id": "x"}',
+    b'{"provenance": {"path": "/p"}}',
+    b'{"id": "x", "provenance": []}',
+    b'{"id": "x", "provenance": "ab"}',
+    b'{"id": "x", "provenance": ["ab"]}',
+    b'{"id": "x", "provenance": {"line_start": 3}}',
+    b"\xff\xfe\x00garbage",
+    b"\xef\xbb\xbf{}",
+    b"[" * 100_000,  # deep nesting: json raises RecursionError, not ValueError
+    b'{"a":' * 50_000,
+]
+
+
+def test_garbage_lines_are_skipped_with_a_count(tmp_path: Path) -> None:
+    ledger = tmp_path / "provenance.jsonl"
+    append_provenance(ledger, [("a0b1c2d3e4", PROV)])
+    with ledger.open("ab") as handle:
+        handle.write(b"\n".join(_GARBAGE) + b"\n\n   \n")
+    append_provenance(ledger, [("k3v9q2m7xa", PROV)])
+    entries, bad = read_ledger(ledger)
+    assert set(entries) == {"a0b1c2d3e4", "k3v9q2m7xa"}
+    assert bad == len(_GARBAGE)
+
+
+def test_paths_that_are_not_utf8_round_trip(tmp_path: Path) -> None:
+    # File names with undecodable bytes reach Python as surrogate escapes (os.fsdecode).
+    weird = Provenance(path="/t/sessions/caf\udce9.jsonl", session="s\udcff", project="ünï")
+    plain = Provenance(path="/t/sessions/café.jsonl", project="ünï")
+    ledger = tmp_path / "provenance.jsonl"
+    assert append_provenance(ledger, [("a0b1c2d3e4", weird), ("k3v9q2m7xa", plain)]) == 2
+    assert read_ledger(ledger) == ({"a0b1c2d3e4": weird, "k3v9q2m7xa": plain}, 0)
+    # Text that UTF-8 can hold stays readable in the file.
+    assert '"/t/sessions/café.jsonl"'.encode() in ledger.read_bytes()
+    ledger.read_bytes().decode("utf-8")  # the ledger itself stays valid UTF-8
+
+
+ids = st.text(alphabet="0123456789abcdefghjkmnpqrstvwxyz", min_size=10, max_size=10)
+provenances = st.builds(
+    Provenance,
+    path=st.text(min_size=1),
+    line_start=st.none() | st.integers(0, 10**6),
+    session=st.none() | st.text(),
+    byte_end=st.none() | st.integers(0, 10**9),
+)
+garbage = st.binary(max_size=40).filter(lambda b: b"\n" not in b).map(lambda b: b"!" + b)
+
+
+@settings(max_examples=100)
+@given(st.lists(st.one_of(st.tuples(ids, provenances), garbage), max_size=20))
+def test_any_mix_of_entries_and_garbage(
+    tmp_path_factory: pytest.TempPathFactory, items: list[tuple[str, Provenance] | bytes]
+) -> None:
+    ledger = tmp_path_factory.mktemp("ledger") / "provenance.jsonl"
+    expected: dict[str, Provenance] = {}
+    bad = 0
+    torn = False
+    for item in items:
+        if isinstance(item, bytes):
+            with ledger.open("ab") as handle:
+                handle.write(item)  # no newline: a torn line, the next append must not glue
+            bad += not torn  # garbage written after garbage extends the same torn line
+            torn = True
+        else:
+            append_provenance(ledger, [item])
+            expected[item[0]] = item[1]
+            torn = False
+    assert read_ledger(ledger) == (expected, bad)
