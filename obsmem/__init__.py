@@ -16,6 +16,7 @@ from obsmem.errors import (
     NotFound,
     OmError,
     SettingsError,
+    StateError,
     UsageError,
 )
 from obsmem.memory.model import Entry, Observation, Provenance
@@ -35,6 +36,7 @@ __all__ = [
     "Provenance",
     "Settings",
     "SettingsError",
+    "StateError",
     "UsageError",
     "__version__",
     "load_settings",

@@ -8,6 +8,8 @@ The tree::
     ├── MemoryFileError          a memory file cannot be read or written
     ├── LockTimeout              another om process held the memory lock for too long
     ├── IndexError_              the search index cannot be opened or rebuilt
+    ├── StateError               the capture state (transcript cursors) cannot be read or written
+    ├── ObserverReplyError       the observer model's reply could not be used
     ├── NotFound                 an id or file that was asked for does not exist
     └── UsageError               a command was given arguments it cannot act on
 
@@ -23,8 +25,10 @@ __all__ = [
     "MemoryDirError",
     "MemoryFileError",
     "NotFound",
+    "ObserverReplyError",
     "OmError",
     "SettingsError",
+    "StateError",
     "UsageError",
 ]
 
@@ -64,6 +68,14 @@ class LockTimeout(OmError):
 
 class IndexError_(OmError):
     """The search index cannot be opened, migrated or rebuilt."""
+
+
+class StateError(OmError):
+    """The capture state (transcript cursors and leases) cannot be read or written."""
+
+
+class ObserverReplyError(OmError):
+    """The observer (or reflector) model replied with something that is not usable JSON."""
 
 
 class NotFound(OmError):

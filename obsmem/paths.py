@@ -6,7 +6,10 @@
   else ``~/.config/observational-memory``;
 - settings file: ``OM_ENV_FILE``, else ``<config dir>/env``;
 - state directory (cursors, ledger, lock): ``OM_STATE_DIR``, else ``<memory dir>/.om``;
-- search index: ``OM_INDEX_PATH``, else ``<state dir>/index.sqlite3``.
+- search index: ``OM_INDEX_PATH``, else ``<state dir>/index.sqlite3``;
+- capture state (cursors, leases): ``<state dir>/state.sqlite3``;
+- agent homes: ``CLAUDE_CONFIG_DIR`` (``~/.claude``), ``CODEX_HOME`` (``~/.codex``),
+  ``HERMES_HOME`` (``~/.hermes``), ``OPENCLAW_HOME`` (``~/.openclaw``).
 
 The memory directory defaults to the original ``observational-memory`` tool's place, so its users
 keep their memory. Functions read the environment on every call (tests and the demo change it).
@@ -25,12 +28,14 @@ __all__ = [
     "PROFILE_FILE",
     "REFLECTIONS_FILE",
     "VAULT_DIR",
+    "agent_home",
     "config_dir",
     "env_file",
     "index_path",
     "ledger_path",
     "lock_path",
     "memory_dir",
+    "state_db_path",
     "state_dir",
 ]
 
@@ -102,3 +107,26 @@ def ledger_path(environ: Mapping[str, str] | None = None) -> Path:
 def lock_path(environ: Mapping[str, str] | None = None) -> Path:
     """The inter-process lock that serialises writes to the memory directory."""
     return state_dir(environ) / "memory.lock"
+
+
+def state_db_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The capture state: transcript cursors and the leases that keep observers apart."""
+    return state_dir(environ) / "state.sqlite3"
+
+
+#: Each agent's home: the environment variable that overrides it and its default under ``~``.
+AGENT_HOMES: dict[str, tuple[str, str]] = {
+    "claude": ("CLAUDE_CONFIG_DIR", ".claude"),
+    "codex": ("CODEX_HOME", ".codex"),
+    "hermes": ("HERMES_HOME", ".hermes"),
+    "openclaw": ("OPENCLAW_HOME", ".openclaw"),
+}
+
+
+def agent_home(agent: str, environ: Mapping[str, str] | None = None) -> Path:
+    """An agent's home directory (``~/.claude``, ``~/.codex``, ...), honouring its override."""
+    env = _env(environ)
+    variable, default = AGENT_HOMES[agent]
+    if env.get(variable):
+        return _expand(env[variable])
+    return Path.home() / default

@@ -58,14 +58,17 @@ def _float_range(lo: float, hi: float) -> Callable[[str], float]:
     return parse
 
 
-def _positive_int(raw: str) -> int:
-    try:
-        value = int(raw.strip().replace("_", ""))
-    except ValueError:
-        raise ValueError("must be a whole number") from None
-    if value <= 0:
-        raise ValueError("must be greater than 0")
-    return value
+def _int_range(lo: int, hi: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw.strip().replace("_", ""))
+        except ValueError:
+            raise ValueError("must be a whole number") from None
+        if not lo <= value <= hi:
+            raise ValueError(f"must be between {lo} and {hi}")
+        return value
+
+    return parse
 
 
 def _text(raw: str) -> str:
@@ -143,6 +146,41 @@ SPECS: tuple[SettingSpec, ...] = (
         30.0,
         "How long a writer waits for another om process to release the memory lock.",
     ),
+    SettingSpec(
+        "OM_LLM_TIMEOUT_SECONDS",
+        "llm_timeout_seconds",
+        _float_range(1.0, 3600.0),
+        120.0,
+        "Timeout of one LLM request.",
+    ),
+    SettingSpec(
+        "OM_LLM_MAX_RETRIES",
+        "llm_max_retries",
+        _int_range(0, 20),
+        4,
+        "Retries of a failed LLM request (429, 5xx, connection errors), with backoff.",
+    ),
+    SettingSpec(
+        "OM_DAILY_TOKEN_BUDGET",
+        "daily_token_budget",
+        _int_range(0, 10**12),
+        0,
+        "Most LLM tokens (in + out) spent per day; 0 means no limit. Past it: OM_FALLBACK.",
+    ),
+    SettingSpec(
+        "OM_FALLBACK",
+        "fallback",
+        _choice("rules", "defer"),
+        "rules",
+        "When the LLM fails or the budget is spent: `rules` observes offline, `defer` waits.",
+    ),
+    SettingSpec(
+        "OM_OBSERVER_MAX_INPUT_TOKENS",
+        "observer_max_input_tokens",
+        _int_range(1000, 2_000_000),
+        30000,
+        "Largest chunk of new transcript sent to the observer in one request (tokens).",
+    ),
 )
 
 
@@ -162,6 +200,11 @@ class Settings:
     embed_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     embed_model_path: str = ""
     lock_timeout_seconds: float = 30.0
+    llm_timeout_seconds: float = 120.0
+    llm_max_retries: int = 4
+    daily_token_budget: int = 0
+    fallback: str = "rules"
+    observer_max_input_tokens: int = 30000
     sources: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     env_file: Path | None = field(default=None, compare=False)
 

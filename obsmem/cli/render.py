@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from obsmem.doctor import Check
+    from obsmem.observe.run import ObserveReport
     from obsmem.search import Hit
     from obsmem.status import StatusReport
 
-__all__ = ["banner", "checks", "hits", "status"]
+__all__ = ["banner", "checks", "hits", "observe_report", "status"]
 
 _MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "repaired": "fixed"}
 
@@ -93,3 +94,29 @@ def checks(results: list[Check]) -> str:
     broken = sum(c.broken for c in results)
     lines.append("" if not broken else f"\n{broken} problem(s) need attention")
     return "\n".join(lines).rstrip()
+
+
+def observe_report(report: ObserveReport) -> str:
+    """``om observe``: what was read and written, and anything the user must know."""
+    lines = [
+        f"observed {report.turns} turn(s) from {report.files_read} of {report.files_seen} "
+        f"transcript(s) with {report.provider}: {report.written} new observation(s)"
+        + (f", {report.duplicates} duplicate(s) dropped" if report.duplicates else "")
+    ]
+    if report.chunks_llm and report.chunks_rules:
+        lines.append(f"  {report.chunks_llm} chunk(s) by the LLM, {report.chunks_rules} by rules")
+    if report.busy:
+        lines.append(f"  {report.busy} transcript(s) skipped: another om observe is reading them")
+    if report.skipped:
+        parts = ", ".join(f"{n} {why}" for why, n in report.skipped.most_common(5))
+        lines.append(f"  skipped records: {parts}")
+    auto = report.auto_memory
+    if auto is not None and (auto.added or auto.changed or auto.removed):
+        lines.append(f"  claude auto-memory: {auto.files} file(s), {len(auto.added)} new, "
+                     f"{len(auto.changed)} changed, {len(auto.removed)} removed")  # fmt: skip
+    for problem in report.problems[:3]:
+        lines.append(f"  problem: {problem}")
+    if report.deferred:
+        lines.append(f"  {len(report.deferred)} transcript(s) left pending for a later run "
+                     "(OM_FALLBACK=defer); nothing was lost")  # fmt: skip
+    return "\n".join(lines)

@@ -182,6 +182,15 @@ def _scan(store: MemoryStore) -> _Scan:
         except OSError:
             continue  # vanished since it was listed: treated as removed
         files[rel] = _FileState(path, rel, kind, st.st_size, st.st_mtime_ns)
+    # Files outside the memory directory (Claude Code's auto-memory) are indexed as they are,
+    # under their absolute path; one that was deleted simply drops out and loses its rows.
+    for name, info in store.external_files().items():
+        try:
+            st = os.stat(name)
+        except OSError:
+            continue
+        files[name] = _FileState(Path(name), name, str(info.get("kind", "external")),
+                                 st.st_size, st.st_mtime_ns)  # fmt: skip
     ledger = _signature(store.ledger_path, at_ns)
     return _Scan(files, ledger, os.path.abspath(store.home), at_ns)
 
@@ -239,6 +248,8 @@ def _parse(
         return rows, doc.issues
     # Vault pages are seeded with their own path so equal lines on two pages get distinct ids.
     seed = SECTION_FILES.get(state.rel, state.rel)
+    if state.kind == "claude-memory":
+        data = blank_front_matter(data)
     sections = parse_sections(data, kind=seed)
     for entry in sections.entries:
         rows.append((
@@ -247,6 +258,18 @@ def _parse(
             entry.section or None, entry.text, *_provenance_values(ledger.get(entry.id)),
         ))  # fmt: skip
     return rows, sections.issues
+
+
+def blank_front_matter(data: bytes) -> bytes:
+    """YAML front matter (``---`` ... ``---`` at the top) turned into empty lines, so it is not
+    indexed as text while every other line keeps its number."""
+    if not data.startswith(b"---"):
+        return data
+    lines = data.split(b"\n")
+    for end in range(1, min(len(lines), 200)):
+        if lines[end].strip() == b"---":
+            return b"\n" * (end + 1) + b"\n".join(lines[end + 1 :])
+    return data
 
 
 def _delete_rows(conn: sqlite3.Connection, rel: str) -> None:

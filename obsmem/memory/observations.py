@@ -123,6 +123,47 @@ class ObservationsDoc:
         return parse_observations(encode("".join(lines))), added
 
 
+    def with_context(self, date: str, pairs: dict[str, str]) -> ObservationsDoc:
+        """A new document whose day ``date`` has ``pairs`` as its Current Context.
+
+        The day's existing context bullets are replaced (the context describes the latest state);
+        a day without a context block gets one right under its heading; a missing day is created.
+        Nothing outside that block changes. Empty ``pairs`` change nothing.
+        """
+        if not pairs:
+            return self
+        lines = list(self.lines)
+        nl = newline_of(lines)
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += nl
+        bullets = [f"- **{key}:** {value}" + nl for key, value in pairs.items()]
+        day = self.day(date)
+        if day is None:
+            lines = _insert_day(self, lines, date, [], nl)
+            day = parse_observations("".join(lines)).day(date)
+            assert day is not None
+        if day.context_start is None:
+            block = [nl, "### Current Context" + nl, nl, *bullets]
+            lines = lines[: day.start + 1] + block + lines[day.start + 1 :]
+        else:
+            end = day.context_end if day.context_end is not None else day.end
+            first = day.context_start + 1
+            last = first
+            for index in range(first, end):
+                stripped = body(lines[index]).strip()
+                if stripped and stripped != "---":
+                    last = index + 1
+            if last == first:
+                # An empty block: keep one blank line between the heading and the bullets.
+                lines = lines[:first] + [nl, *bullets] + lines[first:]
+            else:
+                start = first
+                while start < last and not body(lines[start]).strip():
+                    start += 1
+                lines = lines[:start] + bullets + lines[last:]
+        return parse_observations(encode("".join(lines)))
+
+
 def _in_time_order(items: list[Observation]) -> list[Observation]:
     """``items`` by time (untimed last, ties in given order): new blocks were left unsorted."""
     return sorted(items, key=lambda o: o.time or "99:99")

@@ -7,6 +7,7 @@ and a killed writer leaves the old file or the new one.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -111,6 +112,7 @@ class MemoryStore:
         self.index_path = paths.index_path(env)
         self.ledger_path = paths.ledger_path(env)
         self.lock_path = paths.lock_path(env)
+        self.state_db_path = paths.state_db_path(env)
         self.lock_timeout = lock_timeout
 
     # -- places -------------------------------------------------------------------------------
@@ -180,6 +182,29 @@ class MemoryStore:
         """Parse ``reflections.md``, ``profile.md`` or ``active.md`` (by file name)."""
         return parse_sections(self.read_bytes(self.home / name), kind=SECTION_FILES.get(name, name))
 
+    @property
+    def external_list_path(self) -> Path:
+        """The list of files outside the memory directory that the index also covers."""
+        return self.state_dir / "external-files.json"
+
+    def external_files(self) -> dict[str, dict[str, str]]:
+        """Files outside the memory directory indexed as they are (Claude Code's auto-memory):
+        ``{absolute path: {"kind": ..., "sha256": ...}}``. Unreadable lists count as empty."""
+        if not self.external_list_path.exists():
+            return {}  # the usual case: one stat, no read
+        try:
+            data = json.loads(self.external_list_path.read_bytes())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {str(k): v for k, v in data.items() if isinstance(v, dict)}
+
+    def set_external_files(self, files: Mapping[str, Mapping[str, str]]) -> None:
+        """Replace the list of external files (atomically, under the lock)."""
+        payload = json.dumps(dict(sorted(files.items())), indent=1, sort_keys=True)
+        self.write_file(self.external_list_path, payload.encode("utf-8"))
+
     def provenance(self) -> dict[str, Provenance]:
         """Every observation id's provenance, from the ledger."""
         return read_ledger(self.ledger_path)[0]
@@ -190,25 +215,38 @@ class MemoryStore:
         with self.lock():
             atomic_write(path, data)
 
-    def add_observations(self, observations: Iterable[Observation]) -> list[Observation]:
+    def add_observations(
+        self,
+        observations: Iterable[Observation],
+        *,
+        context: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> list[Observation]:
         """Merge observations into ``observations.md``; return those really added.
 
-        Ids already present are skipped, so adding the same batch twice writes it once. Provenance
-        goes to the ledger first (fsynced), then the markdown is replaced atomically.
+        Ids already present are skipped, so adding the same batch twice writes it once.
+        ``context`` maps a day to its new Current Context pairs (``{"Active task": ...}``).
+        Provenance goes to the ledger first (fsynced), then the markdown is replaced atomically,
+        observations and context in one write.
         """
         batch = list(observations)
-        if not batch:
+        if not batch and not context:
             return []
         with self.lock():
             doc = self.read_observations()
             updated, added = doc.with_added(batch)
-            if not added:
+            for day, pairs in (context or {}).items():
+                updated = updated.with_context(day, dict(pairs))
+            if updated is doc or updated.render() == doc.render():
                 return []
             append_provenance(
                 self.ledger_path, ((o.id, o.provenance) for o in added if o.provenance is not None)
             )
             atomic_write(self.observations_path, updated.render())
         return added
+
+    def recent_observations(self, limit: int = 200) -> list[Observation]:
+        """The last ``limit`` observations of ``observations.md``, oldest first."""
+        return self.read_observations().observations[-limit:]
 
 
 def _os_environ() -> dict[str, str]:

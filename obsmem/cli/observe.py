@@ -1,0 +1,136 @@
+"""``om observe`` and ``om backfill``: capture transcripts (and, with the observer, write memory)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import click
+
+from obsmem.cli import render
+from obsmem.cli.main import App, cli
+from obsmem.errors import UsageError
+
+pass_app = click.make_pass_decorator(App)
+
+SOURCES = ("claude", "codex", "hermes", "openclaw", "claude-memory", "all")
+FORMATS = ("claude", "codex", "hermes", "openclaw", "text")
+
+
+def _skipped_line(path: Path, skipped: Counter[str]) -> str:
+    parts = ", ".join(f"{n} {reason}" for reason, n in skipped.most_common())
+    return f"om: skipped {sum(skipped.values())} record(s) in {path}: {parts}"
+
+
+def _emit_turns(items: Iterator[tuple[object, object]], as_json: bool) -> tuple[int, int]:
+    from obsmem.sources.capture import Pending
+    from obsmem.sources.model import ReadResult
+
+    files = turns = 0
+    for pending, result in items:
+        assert isinstance(pending, Pending) and isinstance(result, ReadResult)
+        files += 1
+        if result.skipped:
+            click.echo(_skipped_line(pending.path, result.skipped), err=True)
+        if not as_json and result.turns:
+            click.echo(f"\n== {pending.path} ({pending.agent}, {pending.reason}, "
+                       f"from byte {pending.start_offset}) ==")  # fmt: skip
+        for turn in result.turns:
+            turns += 1
+            if as_json:
+                click.echo(json.dumps(turn.to_dict(), ensure_ascii=False))
+            else:
+                when = (turn.timestamp or "")[:16].replace("T", " ")
+                text = " ".join(turn.text.split())
+                click.echo(f"[{turn.role}] {when} {text[:300]}")
+    return files, turns
+
+
+@cli.command()
+@click.option("--source", type=click.Choice(SOURCES), default="all", show_default=True,
+              help="Which agent's transcripts to read (with --transcript: force its format).")
+@click.option("--transcript", type=click.Path(path_type=Path), default=None,
+              help="Read this one transcript file (format detected from its content).")
+@click.option("--dry-run", is_flag=True, help="Print the turns that would be observed; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="With --dry-run: one JSON object per turn.")
+@click.option("--min-new", type=click.IntRange(0), default=None,
+              help="Bytes a file must have grown by before it is read (default: scales with size).")
+@click.option("--flush", is_flag=True, help="Read everything new, even a last line without newline.")
+@pass_app
+def observe(
+    app: App,
+    source: str,
+    transcript: Path | None,
+    dry_run: bool,
+    as_json: bool,
+    min_new: int | None,
+    flush: bool,
+) -> None:
+    """Read new transcript content and turn it into observations."""
+    if transcript is not None and source == "claude-memory":
+        raise UsageError("--transcript cannot be combined with --source claude-memory")
+    if transcript is not None and source not in (*FORMATS, "all"):
+        raise UsageError(f"--source {source} is not a transcript format",
+                         f"use one of: {', '.join(FORMATS)}")  # fmt: skip
+    if not dry_run:
+        from obsmem.observe.run import run_observe
+
+        report = run_observe(app.store, app.settings, source=source, transcript=transcript,
+                             min_new=min_new, flush=flush)  # fmt: skip
+        if as_json:
+            click.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+        else:
+            click.echo(render.observe_report(report))
+        return
+    from obsmem.sources.select import open_state, preview, select
+
+    with open_state(app.store) as state:
+        found = select(state, source="all" if source == "claude-memory" else source,
+                       transcript=transcript, min_new=min_new, flush=flush)  # fmt: skip
+        files, turns = _emit_turns(preview(found, flush=flush), as_json)
+    if not as_json:
+        click.echo(f"\n{turns} turn(s) from {files} file(s) would be observed "
+                   f"({found.unchanged} unchanged, {found.below_threshold} below the size "
+                   f"threshold; --flush takes everything)", err=True)  # fmt: skip
+
+
+@cli.command()
+@click.option("--source", type=click.Choice(SOURCES[:-2] + ("all",)), default="all",
+              show_default=True, help="Which agent's transcripts to read.")
+@click.option("--since", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
+              help="Only transcripts modified on or after this day (YYYY-MM-DD).")
+@click.option("--dry-run", is_flag=True, help="Count what would be observed; write nothing.")
+@pass_app
+def backfill(app: App, source: str, since: object, dry_run: bool) -> None:
+    """Observe every historical transcript not read yet (with a progress bar on a terminal)."""
+    from obsmem.sources.select import open_state, preview, select
+
+    day: date | None = since.date() if since is not None else None  # type: ignore[attr-defined]
+    with open_state(app.store) as state:
+        found = select(state, source=source, flush=True, min_new=0, since=day)
+        if not dry_run:
+            raise UsageError(
+                "writing observations needs the observer, which is not installed in this version",
+                "use --dry-run to see what would be observed",
+            )
+        total_turns = 0
+        items = preview(found, flush=True)
+        if sys.stderr.isatty():
+            from rich.progress import Progress
+
+            with Progress(transient=True) as progress:
+                task = progress.add_task("reading transcripts", total=len(found.pending))
+                for pending, result in items:
+                    total_turns += len(result.turns)
+                    progress.update(task, advance=1, description=pending.path.name[:40])
+        else:
+            for number, (pending, result) in enumerate(items, start=1):
+                total_turns += len(result.turns)
+                click.echo(f"[{number}/{len(found.pending)}] {pending.path}: "
+                           f"{len(result.turns)} turn(s)", err=True)  # fmt: skip
+    click.echo(f"{total_turns} turn(s) in {len(found.pending)} transcript(s) "
+               f"({found.pending_bytes} bytes) would be observed")  # fmt: skip

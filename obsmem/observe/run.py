@@ -1,0 +1,185 @@
+"""``om observe`` as one library call: capture what is new, observe it, write it, move cursors.
+
+The protocol that makes capture lose nothing and repeat nothing:
+
+1. scan: which transcripts have new bytes (a ``stat`` each when nothing changed);
+2. claim a file (a lease: no other run takes the same bytes) and read its new turns, redacted;
+3. observe them chunk by chunk; after each chunk, write its observations (one atomic write, ids
+   de-duplicated), then move the file's cursor to the end of that chunk's lines;
+4. at the end of the file, move the cursor past whatever was skipped too, and release it.
+
+When the provider fails or the daily budget is spent, what was written stays; the rest of the
+file is observed by the rules (``OM_FALLBACK=rules``) or stays pending for a later run
+(``OM_FALLBACK=defer``), and the report says which.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from obsmem.errors import OmError, UsageError
+from obsmem.memory.store import MemoryStore
+from obsmem.observe.draft import local_date_time
+from obsmem.observe.observer import chunk_turns, observe_chunk
+from obsmem.observe.scoring import Deduper
+from obsmem.settings import Settings
+from obsmem.sources.capture import CaptureRun, Pending, ScanReport, read_pending
+from obsmem.sources.model import ReadResult
+from obsmem.sources.claude_memory import AutoMemoryReport, scan_auto_memory
+from obsmem.sources.select import open_state, select
+
+__all__ = ["ObserveReport", "run_observe"]
+
+
+@dataclass
+class ObserveReport:
+    """What one ``om observe`` run did."""
+
+    files_seen: int = 0
+    files_read: int = 0
+    turns: int = 0
+    written: int = 0
+    duplicates: int = 0
+    chunks_llm: int = 0
+    chunks_rules: int = 0
+    deferred: list[str] = field(default_factory=list)
+    busy: int = 0  # files another run was working on
+    skipped: Counter[str] = field(default_factory=Counter)
+    problems: list[str] = field(default_factory=list)
+    provider: str = "none"
+    auto_memory: AutoMemoryReport | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        out = dict(self.__dict__)
+        out["skipped"] = dict(self.skipped)
+        out["auto_memory"] = self.auto_memory.to_dict() if self.auto_memory else None
+        return out
+
+
+def _provider(settings: Settings, environ: Mapping[str, str] | None) -> Any:
+    """The metered observer provider, or None for the rules. Imported lazily: the rules path
+    must not load any SDK."""
+    if settings.effective_provider() == "none":
+        return None
+    from obsmem.observe.providers import get_provider
+    from obsmem.observe.usage import MeteredProvider, usage_path
+
+    provider = get_provider(settings, "observer")
+    if provider is None:
+        return None
+    return MeteredProvider(provider, usage_path(environ), settings)
+
+
+def run_observe(
+    store: MemoryStore,
+    settings: Settings,
+    *,
+    source: str = "all",
+    transcript: Path | None = None,
+    min_new: int | None = None,
+    flush: bool = False,
+    environ: Mapping[str, str] | None = None,
+    provider: Any = ...,
+) -> ObserveReport:
+    """Observe what is new in the chosen transcripts and write it to memory.
+
+    ``provider`` overrides the configured one (None forces the rules); by default it comes from
+    ``settings``. Claude Code's auto-memory is scanned too when ``source`` is ``all`` or
+    ``claude-memory`` and no single transcript is given.
+    """
+    report = ObserveReport()
+    if transcript is None and source in ("all", "claude-memory"):
+        report.auto_memory = scan_auto_memory(store, environ)
+        if source == "claude-memory":
+            return report
+    elif source == "claude-memory":
+        raise UsageError("--transcript cannot be combined with --source claude-memory")
+    llm = _provider(settings, environ) if provider is ... else provider
+    report.provider = getattr(llm, "name", "rules") if llm is not None else "rules"
+    deduper = Deduper(store.recent_observations())
+    with open_state(store) as state:
+        found: ScanReport = select(state, source=source, transcript=transcript, environ=environ,
+                                   min_new=min_new, flush=flush)  # fmt: skip
+        report.files_seen = found.files
+        with CaptureRun(state) as run:
+            for pending in found.pending:
+                if report.deferred:
+                    # The provider is down and the user chose to wait: leave the rest pending.
+                    report.deferred.append(str(pending.path))
+                    continue
+                claimed = run.claim(pending, flush=flush)
+                if claimed is None:
+                    report.busy += 1
+                    continue
+                result = read_pending(claimed, flush=flush)
+                report.files_read += 1
+                report.turns += len(result.turns)
+                report.skipped.update(result.skipped)
+                llm = _observe_file(store, run, claimed, result, llm, settings, deduper, report)
+    if report.written:
+        _refresh_index(store, report)
+    return report
+
+
+def _observe_file(
+    store: MemoryStore,
+    run: CaptureRun,
+    pending: Pending,
+    result: ReadResult,
+    llm: Any,
+    settings: Settings,
+    deduper: Deduper,
+    report: ObserveReport,
+) -> Any:
+    """Observe one file's turns chunk by chunk; returns the provider to use for the next file
+    (None once the provider failed and the rules took over)."""
+    recent = store.recent_observations(40)
+    for chunk in chunk_turns(result.turns, settings.observer_max_input_tokens):
+        try:
+            done = observe_chunk(chunk, provider=llm, recent=recent, deduper=deduper)
+        except OmError as exc:
+            if llm is None:
+                raise
+            report.problems.append(str(exc))
+            if settings.fallback == "defer":
+                report.deferred.append(str(pending.path))
+                run.release(pending)  # the cursor stays after the last chunk written
+                return llm
+            llm = None  # the rules observe the rest of this run
+            done = observe_chunk(chunk, provider=None, recent=recent, deduper=deduper)
+        if done.by == "llm":
+            report.chunks_llm += 1
+        else:
+            report.chunks_rules += 1
+        context: dict[str, dict[str, str]] = {}
+        pairs = done.context.as_lines()
+        if pairs:
+            day, _ = local_date_time(chunk[-1].timestamp)
+            context[day] = pairs
+        added = store.add_observations(done.observations, context=context)
+        report.written += len(added)
+        report.duplicates += done.dropped_duplicates + len(done.observations) - len(added)
+        recent = (recent + added)[-40:]
+        last = chunk[-1]
+        run.advance(pending, last.byte_end, last.line_end, last.timestamp)
+    run.finish(pending, result)
+    return llm
+
+
+def _refresh_index(store: MemoryStore, report: ObserveReport) -> None:
+    # Keeps the next search fast; a failure here loses nothing (the next search retries).
+    from obsmem.index import open_index, refresh
+
+    try:
+        conn = open_index(store.index_path)
+        try:
+            refresh(store, conn)
+        finally:
+            conn.close()
+    except OmError as exc:
+        report.problems.append(f"index not refreshed: {exc}")

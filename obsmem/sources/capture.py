@@ -1,0 +1,277 @@
+"""The capture stage as a whole: find transcripts, work out what is new, read it, redact it.
+
+``scan`` decides which files have new bytes (one ``stat`` per unchanged file, no read);
+``read_pending`` reads those bytes through the file's reader and passes every turn through
+redaction before anything else can see it; ``CaptureRun`` claims files so that concurrent runs
+never take the same bytes, and moves a file's cursor only when its caller says the turns are
+durably handed on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from obsmem import paths
+from obsmem.errors import UsageError
+from obsmem.sources.model import ReadResult
+from obsmem.sources.normalise import clip
+from obsmem.sources.redact import redact
+from obsmem.sources.registry import AGENTS, detect_format, reader_for
+from obsmem.sources.state import CaptureState, Cursor, head_hash, new_owner
+
+__all__ = [
+    "CaptureRun",
+    "Pending",
+    "ScanReport",
+    "min_new_bytes",
+    "read_pending",
+    "resolve_sources",
+    "scan",
+]
+
+#: Longest text a single turn may carry after redaction (a pasted log is not worth more).
+MAX_TURN_CHARS = 20_000
+
+
+def min_new_bytes(size: int) -> int:
+    """How many new bytes a file needs before it is taken without ``--flush``.
+
+    A twentieth of the file, between 2 KiB and 64 KiB: a busy session is read in meaningful
+    chunks rather than a line at a time, and a short one still gets read before it ends.
+    """
+    return max(2048, min(64 * 1024, size // 20))
+
+
+@dataclass
+class Pending:
+    """A transcript file with bytes not yet read, and where reading starts."""
+
+    path: Path
+    agent: str
+    st: os.stat_result
+    start_offset: int
+    start_line: int
+    reason: str  # "new", "grown" or "replaced"
+
+    @property
+    def new_bytes(self) -> int:
+        """Bytes between the cursor and the end of the file."""
+        return max(0, self.st.st_size - self.start_offset)
+
+
+@dataclass
+class ScanReport:
+    """What a scan found: pending files, and counts of the rest by reason."""
+
+    pending: list[Pending] = field(default_factory=list)
+    files: int = 0
+    unchanged: int = 0
+    below_threshold: int = 0
+    unreadable: list[str] = field(default_factory=list)
+
+    @property
+    def pending_bytes(self) -> int:
+        """New bytes across all pending files."""
+        return sum(p.new_bytes for p in self.pending)
+
+
+def resolve_sources(source: str) -> list[str]:
+    """The agents a ``--source`` value names (``all`` is every agent)."""
+    if source == "all":
+        return list(AGENTS)
+    if source not in AGENTS:
+        raise UsageError(
+            f"unknown source {source!r}", f"use one of: {', '.join((*AGENTS, 'all'))}"
+        )
+    return [source]
+
+
+def _start(path: Path, st: os.stat_result, cursor: Cursor | None) -> tuple[int, int, str]:
+    if cursor is None:
+        return 0, 0, "new"
+    replaced = (
+        st.st_ino != cursor.ino
+        or st.st_dev != cursor.dev
+        or st.st_size < cursor.offset
+        or head_hash(path, cursor.offset) != cursor.head
+    )
+    if replaced:
+        return 0, 0, "replaced"
+    return cursor.offset, cursor.line, "grown"
+
+
+def plan_file(
+    path: Path,
+    agent: str,
+    cursor: Cursor | None,
+    *,
+    min_new: int | None = None,
+    flush: bool = False,
+) -> tuple[Pending | None, str]:
+    """Whether one file has bytes to read; the second value says why not when it has none."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None, "unreadable"
+    if cursor is not None and cursor.unchanged(st) and (not flush or cursor.offset >= st.st_size):
+        return None, "unchanged"
+    offset, line, reason = _start(path, st, cursor)
+    pending = Pending(path, agent, st, offset, line, reason)
+    if pending.new_bytes == 0:
+        return None, "unchanged"
+    threshold = min_new if min_new is not None else min_new_bytes(st.st_size)
+    if not flush and pending.new_bytes < threshold:
+        return None, "below threshold"
+    return pending, ""
+
+
+def scan(
+    state: CaptureState,
+    agents: Iterable[str],
+    *,
+    environ: Mapping[str, str] | None = None,
+    min_new: int | None = None,
+    flush: bool = False,
+) -> ScanReport:
+    """Find every transcript of ``agents`` and the ones with new bytes to read."""
+    report = ScanReport()
+    cursors = state.cursors()
+    for agent in agents:
+        home = paths.agent_home(agent, environ)
+        for path in reader_for(agent).find_files(home):
+            report.files += 1
+            pending, why = plan_file(
+                path, agent, cursors.get(str(path)), min_new=min_new, flush=flush
+            )
+            if pending is not None:
+                report.pending.append(pending)
+            elif why == "unchanged":
+                report.unchanged += 1
+            elif why == "below threshold":
+                report.below_threshold += 1
+            else:
+                report.unreadable.append(str(path))
+    return report
+
+
+def plan_transcript(
+    state: CaptureState,
+    path: Path,
+    *,
+    source: str | None = None,
+    min_new: int | None = None,
+    flush: bool = False,
+) -> tuple[Pending | None, str]:
+    """Plan one explicitly given transcript (``--transcript``), detecting its format if needed."""
+    if not path.is_file():
+        raise UsageError(f"no such transcript file: {path}", "check the path")
+    agent = source or detect_format(path)
+    reader_for(agent)  # validates the name
+    return plan_file(path, agent, state.cursor(str(path)), min_new=min_new, flush=flush)
+
+
+def read_pending(pending: Pending, *, flush: bool = False) -> ReadResult:
+    """Read a pending file's new turns, every one redacted and bounded before it is returned.
+
+    A file that cannot be opened gives an empty result with the reason counted in ``skipped``.
+    """
+    reader = reader_for(pending.agent)
+    try:
+        result = reader.read(
+            pending.path,
+            start_offset=pending.start_offset,
+            start_line=pending.start_line,
+            flush=flush,
+        )
+    except OSError as exc:
+        return ReadResult(
+            turns=[],
+            start_offset=pending.start_offset,
+            end_offset=pending.start_offset,
+            end_line=pending.start_line,
+            skipped=Counter({f"unreadable: {exc.strerror or exc}": 1}),
+        )
+    for turn in result.turns:
+        turn.text = clip(redact(turn.text), MAX_TURN_CHARS)
+    result.turns = [turn for turn in result.turns if turn.text.strip()]
+    return result
+
+
+class CaptureRun:
+    """One capture run's claim on files: take a file, read it, hand on its turns, advance.
+
+    Use as a context manager; every lease still held is released at the end, even on error.
+    """
+
+    def __init__(self, state: CaptureState, owner: str | None = None) -> None:
+        self.state = state
+        self.owner = owner or new_owner()
+
+    def __enter__(self) -> CaptureRun:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.state.release_all(self.owner)
+
+    def claim(self, pending: Pending, *, flush: bool = False) -> Pending | None:
+        """Take the file's lease and re-plan it from the cursor as of now; None if taken or done.
+
+        Re-planning matters: another run may have finished with the file between the scan and
+        the claim, and its cursor must be the starting point, or those bytes would be read twice.
+        """
+        taken, cursor = self.state.claim(self.owner, pending.path)
+        if not taken:
+            return None
+        fresh, _ = plan_file(pending.path, pending.agent, cursor, min_new=0, flush=flush)
+        if fresh is None:
+            self.state.release(self.owner, pending.path)
+        return fresh
+
+    def advance(
+        self, pending: Pending, offset: int, line: int, last_turn_at: str | None = None
+    ) -> None:
+        """Record that the file is durably handed on up to ``offset`` (just after line ``line``).
+
+        The lease is kept, so a long file can be checkpointed chunk by chunk.
+        """
+        if offset == pending.start_offset and pending.reason != "replaced":
+            return
+        self.state.advance(
+            self.owner,
+            pending.path,
+            agent=pending.agent,
+            offset=offset,
+            line=line,
+            st=pending.st,
+            last_turn_at=last_turn_at,
+        )
+
+    def finish(self, pending: Pending, result: ReadResult) -> None:
+        """Advance to the end of what ``result`` read, and release the file."""
+        last = max((t.timestamp for t in result.turns if t.timestamp), default=None)
+        self.advance(pending, result.end_offset, result.end_line, last)
+        self.release(pending)
+
+    def release(self, pending: Pending) -> None:
+        """Give the file back without moving its cursor (what was not handed on stays pending)."""
+        self.state.release(self.owner, pending.path)
+
+    def iter_claimed(
+        self, pendings: Iterable[Pending], *, flush: bool = False
+    ) -> Iterator[tuple[Pending, ReadResult]]:
+        """Claim, read and yield each file in turn; the caller calls ``advance`` when durable."""
+        for pending in pendings:
+            claimed = self.claim(pending, flush=flush)
+            if claimed is None:
+                continue
+            yield claimed, read_pending(claimed, flush=flush)

@@ -1,0 +1,287 @@
+"""Capture state: a cursor per transcript file, and leases that keep concurrent observers apart.
+
+State lives in its own SQLite database (``paths.state_db_path()``), not in the index: the index is
+derived and may be deleted at any time, the cursors may not.
+
+A cursor is a byte offset that only ever ends just after a complete line, with the file's
+identity (device, inode), the size and mtime it had, and a hash of its first bytes. A file whose
+inode changed, that shrank below the cursor, or whose first bytes differ was replaced: it is read
+again from the start. A cursor moves only through ``advance``, which the capture run calls after
+what the bytes produced is durably in memory, and only while its caller holds the file's lease.
+
+A lease is a row naming the run that is working on a file. ``claim`` takes it (and returns the
+cursor as of that moment) or refuses when another live run holds it; it expires after its time to
+live, or at once when its holder's process is gone, so a killed run blocks nobody for long.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import socket
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from obsmem.errors import StateError
+from obsmem.memory.atomic import ensure_dir
+
+__all__ = ["HEAD_BYTES", "CaptureState", "Cursor", "head_hash", "new_owner"]
+
+#: How many leading bytes of a file identify it (compared when the file changed).
+HEAD_BYTES = 1024
+DEFAULT_LEASE_SECONDS = 900.0
+
+_SCHEMA = [
+    """
+    CREATE TABLE cursors (
+        path TEXT PRIMARY KEY,
+        agent TEXT NOT NULL,
+        dev INTEGER NOT NULL,
+        ino INTEGER NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        offset INTEGER NOT NULL,
+        line INTEGER NOT NULL,
+        head TEXT NOT NULL,
+        last_turn_at TEXT,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE leases (
+        path TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    """,
+]
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where reading a transcript stopped, and what the file looked like then."""
+
+    path: str
+    agent: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    offset: int
+    line: int
+    head: str
+    last_turn_at: str | None = None
+
+    def unchanged(self, st: os.stat_result) -> bool:
+        """True when the file is exactly as it was when the cursor last moved: nothing to read."""
+        return (
+            st.st_ino == self.ino
+            and st.st_dev == self.dev
+            and st.st_size == self.size
+            and st.st_mtime_ns == self.mtime_ns
+        )
+
+
+def head_hash(path: Path, length: int) -> str:
+    """A hash of the first ``min(length, HEAD_BYTES)`` bytes of ``path`` ('' when unreadable)."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(min(length, HEAD_BYTES))
+    except OSError:
+        return ""
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+def new_owner() -> str:
+    """A unique name for one capture run: host, pid and a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class CaptureState:
+    """The cursor and lease tables of one memory directory."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.db_path = db_path
+        ensure_dir(db_path.parent)
+        try:
+            self.conn = sqlite3.connect(db_path, timeout=30.0, isolation_level=None)
+            self.conn.execute("PRAGMA busy_timeout = 30000")
+            self._retry_locked(lambda: self.conn.execute("PRAGMA journal_mode = WAL"))
+            self.conn.execute("PRAGMA synchronous = FULL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StateError(
+                f"cannot open capture state {db_path}: {exc}",
+                "run `om doctor`; if the file is damaged, move it away (transcripts are then "
+                "read again and de-duplicated)",
+            ) from None
+        with contextlib.suppress(OSError):
+            os.chmod(db_path, 0o600)
+
+    @staticmethod
+    def _retry_locked(step: object) -> None:
+        # Switching to WAL fails at once (no busy wait) while another process opens the file.
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                step()  # type: ignore[operator]
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+    def _migrate(self) -> None:
+        with self.transaction():
+            version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+            for number, script in enumerate(_SCHEMA[version:], start=version + 1):
+                for statement in script.split(";"):
+                    if statement.strip():
+                        self.conn.execute(statement)
+                self.conn.execute(f"PRAGMA user_version = {number}")
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.conn.close()
+
+    def __enter__(self) -> CaptureState:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction: committed on success, rolled back on error."""
+        self._retry_locked(lambda: self.conn.execute("BEGIN IMMEDIATE"))
+        try:
+            yield self.conn
+            self.conn.execute("COMMIT")
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+
+    # -- cursors ------------------------------------------------------------------------------
+    def cursors(self) -> dict[str, Cursor]:
+        """Every cursor, by path."""
+        rows = self.conn.execute(
+            "SELECT path, agent, dev, ino, size, mtime_ns, offset, line, head, last_turn_at "
+            "FROM cursors"
+        ).fetchall()
+        return {row[0]: Cursor(*row) for row in rows}
+
+    def cursor(self, path: str) -> Cursor | None:
+        """The cursor of one file, or None when it was never read."""
+        row = self.conn.execute(
+            "SELECT path, agent, dev, ino, size, mtime_ns, offset, line, head, last_turn_at "
+            "FROM cursors WHERE path = ?",
+            (path,),
+        ).fetchone()
+        return Cursor(*row) if row else None
+
+    def advance(
+        self,
+        owner: str,
+        path: Path,
+        *,
+        agent: str,
+        offset: int,
+        line: int,
+        st: os.stat_result,
+        last_turn_at: str | None = None,
+    ) -> None:
+        """Move a file's cursor to ``offset`` (just after line ``line``); the lease must be held.
+
+        Raises ``StateError`` when the lease was lost (expired and taken by another run): the
+        caller must then not assume its bytes are accounted for.
+        """
+        key = str(path)
+        head = head_hash(path, offset)
+        with self.transaction() as conn:
+            holder = conn.execute("SELECT owner FROM leases WHERE path = ?", (key,)).fetchone()
+            if holder is None or holder[0] != owner:
+                raise StateError(
+                    f"lost the lease on {path} before its cursor could move",
+                    "another om observe took it over; it will read those lines again",
+                )
+            conn.execute(
+                "INSERT INTO cursors (path, agent, dev, ino, size, mtime_ns, offset, line, head, "
+                "last_turn_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(path) DO UPDATE SET agent = excluded.agent, dev = excluded.dev, "
+                "ino = excluded.ino, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+                "offset = excluded.offset, line = excluded.line, head = excluded.head, "
+                "last_turn_at = COALESCE(excluded.last_turn_at, cursors.last_turn_at), "
+                "updated_at = excluded.updated_at",
+                (key, agent, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, offset, line,
+                 head, last_turn_at, _now()),
+            )  # fmt: skip
+
+    def forget(self, path: str) -> None:
+        """Drop a file's cursor (it will be read again from the start)."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM cursors WHERE path = ?", (path,))
+
+    # -- leases -------------------------------------------------------------------------------
+    def claim(
+        self, owner: str, path: Path, ttl: float = DEFAULT_LEASE_SECONDS
+    ) -> tuple[bool, Cursor | None]:
+        """Take the lease on ``path`` for ``owner``; return whether it was taken and the cursor.
+
+        The cursor is read in the same transaction as the claim, so it reflects every run that
+        finished with the file before this one got it.
+        """
+        key = str(path)
+        host = socket.gethostname()
+        now = time.time()
+        with self.transaction() as conn:
+            row = conn.execute(
+                "SELECT owner, host, pid, expires_at FROM leases WHERE path = ?", (key,)
+            ).fetchone()
+            if row is not None and row[0] != owner:
+                _, holder_host, pid, expires_at = row
+                stale = expires_at < now or (holder_host == host and not _pid_alive(int(pid)))
+                if not stale:
+                    return False, None
+            conn.execute(
+                "INSERT OR REPLACE INTO leases (path, owner, host, pid, expires_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (key, owner, host, os.getpid(), now + ttl),
+            )
+            found = conn.execute(
+                "SELECT path, agent, dev, ino, size, mtime_ns, offset, line, head, last_turn_at "
+                "FROM cursors WHERE path = ?",
+                (key,),
+            ).fetchone()
+        return True, (Cursor(*found) if found else None)
+
+    def release(self, owner: str, path: Path) -> None:
+        """Give back the lease on ``path`` if ``owner`` still holds it."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM leases WHERE path = ? AND owner = ?", (str(path), owner))
+
+    def release_all(self, owner: str) -> None:
+        """Give back every lease ``owner`` holds (end of a run, or after an error)."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM leases WHERE owner = ?", (owner,))
