@@ -9,12 +9,14 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from obsmem.errors import (
+    BudgetExceeded,
     IndexError_,
     LockTimeout,
     MemoryDirError,
     MemoryFileError,
     NotFound,
     OmError,
+    ProviderError,
     SettingsError,
     StateError,
     UsageError,
@@ -24,6 +26,7 @@ from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.settings import Settings, load_settings
 
 __all__ = [
+    "BudgetExceeded",
     "Entry",
     "IndexError_",
     "LockTimeout",
@@ -34,6 +37,7 @@ __all__ = [
     "Observation",
     "OmError",
     "Provenance",
+    "ProviderError",
     "Settings",
     "SettingsError",
     "StateError",

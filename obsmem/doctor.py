@@ -144,8 +144,21 @@ def _check_index(store: MemoryStore) -> Check:
     )
 
 
-def run_checks(store: MemoryStore, environ: Mapping[str, str] | None = None) -> list[Check]:
-    """Run every check in order and return their verdicts."""
+def _check_provider(environ: Mapping[str, str] | None) -> Check:
+    from obsmem.observe.providers import validate_key
+
+    try:
+        verdict = validate_key(load_settings(environ), environ=environ)
+    except OmError as exc:
+        return Check("llm provider", "fail", exc.message, exc.hint or "")
+    return Check("llm provider", "ok", verdict)
+
+
+def run_checks(
+    store: MemoryStore, environ: Mapping[str, str] | None = None, *, validate_key: bool = False
+) -> list[Check]:
+    """Run every check in order and return their verdicts; ``validate_key`` adds one live call
+    to the configured LLM provider."""
     steps: list[Callable[[], Check | list[Check]]] = [
         lambda: _check_settings(environ),
         lambda: _check_memory_dir(store),
@@ -153,6 +166,8 @@ def run_checks(store: MemoryStore, environ: Mapping[str, str] | None = None) -> 
         lambda: _check_ledger(store),
         lambda: _check_index(store),
     ]
+    if validate_key:
+        steps.append(lambda: _check_provider(environ))
     out: list[Check] = []
     for step in steps:
         result = step()

@@ -10,6 +10,8 @@ The tree::
     ├── IndexError_              the search index cannot be opened or rebuilt
     ├── StateError               the capture state (transcript cursors) cannot be read or written
     ├── ObserverReplyError       the observer model's reply could not be used
+    ├── ProviderError            an LLM provider call failed (``retryable``: worth trying later)
+    ├── BudgetExceeded           today's OM_DAILY_TOKEN_BUDGET is spent; no request was sent
     ├── NotFound                 an id or file that was asked for does not exist
     └── UsageError               a command was given arguments it cannot act on
 
@@ -20,6 +22,7 @@ The CLI prints ``str(err)`` on one line and exits with status 2; library callers
 from __future__ import annotations
 
 __all__ = [
+    "BudgetExceeded",
     "IndexError_",
     "LockTimeout",
     "MemoryDirError",
@@ -27,6 +30,7 @@ __all__ = [
     "NotFound",
     "ObserverReplyError",
     "OmError",
+    "ProviderError",
     "SettingsError",
     "StateError",
     "UsageError",
@@ -76,6 +80,44 @@ class StateError(OmError):
 
 class ObserverReplyError(OmError):
     """The observer (or reflector) model replied with something that is not usable JSON."""
+
+
+class ProviderError(OmError):
+    """An LLM provider call failed: bad key, unknown model, unreachable server, retries spent.
+
+    ``message`` names the provider, the model and what happened; ``hint`` says how to fix it.
+    ``retryable`` is True when the failure is likely to pass (rate limit, overload, network,
+    timeout), so the observer may fall back to the rules now and try the LLM again later; False
+    when only the user can fix it (key, model name, base URL), so retrying would only repeat it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        hint: str | None = None,
+        *,
+        provider: str = "",
+        model: str = "",
+        status: int | None = None,
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(message, hint)
+        self.provider = provider
+        self.model = model
+        self.status = status
+        self.retryable = retryable
+
+
+class BudgetExceeded(OmError):
+    """Today's ``OM_DAILY_TOKEN_BUDGET`` is spent (or this request would pass it); nothing was sent.
+
+    ``spent`` and ``budget`` are today's tokens (input + output) and the daily budget.
+    """
+
+    def __init__(self, message: str, hint: str | None = None, *, spent: int, budget: int) -> None:
+        super().__init__(message, hint)
+        self.spent = spent
+        self.budget = budget
 
 
 class NotFound(OmError):

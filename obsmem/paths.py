@@ -37,6 +37,7 @@ __all__ = [
     "memory_dir",
     "state_db_path",
     "state_dir",
+    "usage_path",
 ]
 
 OBSERVATIONS_FILE = "observations.md"
@@ -107,6 +108,11 @@ def ledger_path(environ: Mapping[str, str] | None = None) -> Path:
 def lock_path(environ: Mapping[str, str] | None = None) -> Path:
     """The inter-process lock that serialises writes to the memory directory."""
     return state_dir(environ) / "memory.lock"
+
+
+def usage_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The append-only log of LLM token usage (one JSON object per call)."""
+    return state_dir(environ) / "usage.jsonl"
 
 
 def state_db_path(environ: Mapping[str, str] | None = None) -> Path:

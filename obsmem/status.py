@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from obsmem.index import index_status
 from obsmem.memory.model import PRIORITIES
 from obsmem.memory.store import MemoryStore
+from obsmem.observe.usage import usage_totals
 from obsmem.paths import REFLECTIONS_FILE
 from obsmem.settings import Settings
 
@@ -29,6 +31,8 @@ class StatusReport:
     index: dict[str, Any]
     provider: dict[str, str]
     integrations: list[str] = field(default_factory=list)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -61,4 +65,13 @@ def collect_status(store: MemoryStore, settings: Settings) -> StatusReport:
             "model": model,
         },
         integrations=[],
+        sources=_sources(store),
+        usage=usage_totals(store.usage_path, date.today()),
     )
+
+
+def _sources(store: MemoryStore) -> list[dict[str, Any]]:
+    from obsmem.sources.select import open_state, source_status
+
+    with open_state(store) as state:
+        return [s.to_dict() for s in source_status(state)]

@@ -8,9 +8,11 @@ fresh temporary path (or removed) before each test.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes.llm_server import FakeLLMServer
 
 from obsmem.memory.store import MemoryStore
 
@@ -58,3 +60,18 @@ def isolated_environment(
 def store(tmp_path: Path) -> MemoryStore:
     """A store over a new, empty memory directory (created, with its state directory)."""
     return MemoryStore(tmp_path / "mem").ensure()
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLMServer]:
+    """A running fake LLM server (OpenAI + Anthropic APIs on loopback), stopped after the test.
+
+    ``.base_url_openai`` / ``.base_url_anthropic`` to point clients at it, ``.push(...)`` or
+    ``.script(...)`` to script replies (see ``tests/fakes/llm_server.py``), ``.requests`` to see
+    what it received.
+    """
+    server = FakeLLMServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 
 from obsmem.cli import render
-from obsmem.cli.main import EXIT_ERROR, App, cli
+from obsmem.cli.main import App, cli
+from obsmem.errors import UsageError
 
 pass_app = click.make_pass_decorator(App)
 
@@ -35,14 +36,15 @@ def status(app: App, as_json: bool) -> None:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON array of checks.")
+@click.option("--validate-key", is_flag=True, help="Also make one tiny live call to the LLM.")
 @click.pass_context
-def doctor(ctx: click.Context, as_json: bool) -> None:
+def doctor(ctx: click.Context, as_json: bool, validate_key: bool) -> None:
     """Check settings, memory files and the index; exit non-zero when something is broken."""
     from obsmem.doctor import run_checks
     from obsmem.memory.store import MemoryStore
 
     # Doctor must work even when settings do not load: that is one of the things it reports.
-    checks = run_checks(MemoryStore())
+    checks = run_checks(MemoryStore(), validate_key=validate_key)
     if as_json:
         _json([c.to_dict() for c in checks])
     else:
@@ -92,25 +94,35 @@ def reindex(app: App) -> None:
     "--home",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Write the demo memory here instead of a new temporary directory.",
+    help="Use this (empty or new) directory instead of a temporary one, and keep it.",
 )
 @click.option("--keep", is_flag=True, help="Keep the temporary directory afterwards.")
 @click.pass_context
 def demo(ctx: click.Context, home: Path | None, keep: bool) -> None:
-    """Show om at work on sample memory, in a throw-away directory (no network, no key)."""
+    """Run om on bundled samples in a throw-away directory (no network, no key).
+
+    Writes sample memory, observes two sample transcripts (Claude Code and Codex) with the
+    offline rules, then shows the status, the observations and a few searches.
+    """
     from obsmem.demo import SAMPLE_QUERIES, prepare
+    from obsmem.observe.run import run_observe
     from obsmem.search import search as run_search
     from obsmem.settings import load_settings
     from obsmem.status import collect_status
 
+    if home is not None and home.exists() and any(home.iterdir()):
+        raise UsageError(f"{home} is not empty", "give an empty or new directory")
+    # The demo's own root: memory/ (what om writes) and agents/ (the sample transcripts).
     target = home or Path(tempfile.mkdtemp(prefix="om-demo-"))
-    if home is not None and any(home.iterdir() if home.exists() else []):
-        click.echo(f"om: error: {home} is not empty (give an empty or new directory)", err=True)
-        ctx.exit(EXIT_ERROR)
     try:
-        store = prepare(target)
-        click.echo(render.banner(f"Memory directory: {store.home}"))
-        click.echo(render.status(collect_status(store, load_settings())))
+        demo_run = prepare(target / "memory", agents_dir=target / "agents")
+        store = demo_run.store
+        settings = load_settings(demo_run.environ)
+        click.echo(render.banner(f"om observe (offline rules) into {store.home}"))
+        report = run_observe(store, settings, environ=demo_run.environ, flush=True, provider=None)
+        click.echo(render.observe_report(report))
+        click.echo(render.banner("om status"))
+        click.echo(render.status(collect_status(store, settings)))
         click.echo(render.banner("observations.md"))
         click.echo(store.observations_path.read_text(encoding="utf-8").rstrip())
         for query in SAMPLE_QUERIES:
@@ -120,4 +132,4 @@ def demo(ctx: click.Context, home: Path | None, keep: bool) -> None:
         if home is None and not keep:
             shutil.rmtree(target, ignore_errors=True)
         elif home is None:
-            click.echo(f"\n(kept {target}; run `OM_HOME={target} om status` to look at it)")
+            click.echo(f"\n(kept {target}; run `OM_HOME={target}/memory om status` to look at it)")

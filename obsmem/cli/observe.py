@@ -1,13 +1,15 @@
-"""``om observe`` and ``om backfill``: capture transcripts (and, with the observer, write memory)."""
+"""``om observe`` and ``om backfill``: read transcripts and write what matters to memory."""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterator
-from datetime import date
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -37,8 +39,10 @@ def _emit_turns(items: Iterator[tuple[object, object]], as_json: bool) -> tuple[
         if result.skipped:
             click.echo(_skipped_line(pending.path, result.skipped), err=True)
         if not as_json and result.turns:
-            click.echo(f"\n== {pending.path} ({pending.agent}, {pending.reason}, "
-                       f"from byte {pending.start_offset}) ==")  # fmt: skip
+            click.echo(
+                f"\n== {pending.path} ({pending.agent}, {pending.reason}, "
+                f"from byte {pending.start_offset}) =="
+            )
         for turn in result.turns:
             turns += 1
             if as_json:
@@ -51,15 +55,32 @@ def _emit_turns(items: Iterator[tuple[object, object]], as_json: bool) -> tuple[
 
 
 @cli.command()
-@click.option("--source", type=click.Choice(SOURCES), default="all", show_default=True,
-              help="Which agent's transcripts to read (with --transcript: force its format).")
-@click.option("--transcript", type=click.Path(path_type=Path), default=None,
-              help="Read this one transcript file (format detected from its content).")
-@click.option("--dry-run", is_flag=True, help="Print the turns that would be observed; write nothing.")
+@click.option(
+    "--source",
+    type=click.Choice(SOURCES),
+    default="all",
+    show_default=True,
+    help="Which agent's transcripts to read (with --transcript: force its format).",
+)
+@click.option(
+    "--transcript",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Read this one transcript file (format detected from its content).",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Print the turns that would be observed; write nothing."
+)
 @click.option("--json", "as_json", is_flag=True, help="With --dry-run: one JSON object per turn.")
-@click.option("--min-new", type=click.IntRange(0), default=None,
-              help="Bytes a file must have grown by before it is read (default: scales with size).")
-@click.option("--flush", is_flag=True, help="Read everything new, even a last line without newline.")
+@click.option(
+    "--min-new",
+    type=click.IntRange(0),
+    default=None,
+    help="Bytes a file must have grown by before it is read (default: scales with size).",
+)
+@click.option(
+    "--flush", is_flag=True, help="Read everything new, even a last line without newline."
+)
 @pass_app
 def observe(
     app: App,
@@ -74,13 +95,20 @@ def observe(
     if transcript is not None and source == "claude-memory":
         raise UsageError("--transcript cannot be combined with --source claude-memory")
     if transcript is not None and source not in (*FORMATS, "all"):
-        raise UsageError(f"--source {source} is not a transcript format",
-                         f"use one of: {', '.join(FORMATS)}")  # fmt: skip
+        raise UsageError(
+            f"--source {source} is not a transcript format", f"use one of: {', '.join(FORMATS)}"
+        )
     if not dry_run:
         from obsmem.observe.run import run_observe
 
-        report = run_observe(app.store, app.settings, source=source, transcript=transcript,
-                             min_new=min_new, flush=flush)  # fmt: skip
+        report = run_observe(
+            app.store,
+            app.settings,
+            source=source,
+            transcript=transcript,
+            min_new=min_new,
+            flush=flush,
+        )
         if as_json:
             click.echo(json.dumps(report.to_dict(), ensure_ascii=False))
         else:
@@ -89,48 +117,88 @@ def observe(
     from obsmem.sources.select import open_state, preview, select
 
     with open_state(app.store) as state:
-        found = select(state, source="all" if source == "claude-memory" else source,
-                       transcript=transcript, min_new=min_new, flush=flush)  # fmt: skip
+        found = select(
+            state,
+            source="all" if source == "claude-memory" else source,
+            transcript=transcript,
+            min_new=min_new,
+            flush=flush,
+        )
         files, turns = _emit_turns(preview(found, flush=flush), as_json)
     if not as_json:
-        click.echo(f"\n{turns} turn(s) from {files} file(s) would be observed "
-                   f"({found.unchanged} unchanged, {found.below_threshold} below the size "
-                   f"threshold; --flush takes everything)", err=True)  # fmt: skip
+        click.echo(
+            f"\n{turns} turn(s) from {files} file(s) would be observed "
+            f"({found.unchanged} unchanged, {found.below_threshold} below the size "
+            f"threshold; --flush takes everything)",
+            err=True,
+        )
 
 
 @cli.command()
-@click.option("--source", type=click.Choice(SOURCES[:-2] + ("all",)), default="all",
-              show_default=True, help="Which agent's transcripts to read.")
-@click.option("--since", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
-              help="Only transcripts modified on or after this day (YYYY-MM-DD).")
+@click.option(
+    "--source",
+    type=click.Choice((*SOURCES[:-2], "all")),
+    default="all",
+    show_default=True,
+    help="Which agent's transcripts to read.",
+)
+@click.option(
+    "--since",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    default=None,
+    help="Only transcripts modified on or after this day (YYYY-MM-DD).",
+)
 @click.option("--dry-run", is_flag=True, help="Count what would be observed; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @pass_app
-def backfill(app: App, source: str, since: object, dry_run: bool) -> None:
-    """Observe every historical transcript not read yet (with a progress bar on a terminal)."""
-    from obsmem.sources.select import open_state, preview, select
+def backfill(app: App, source: str, since: datetime | None, dry_run: bool, as_json: bool) -> None:
+    """Observe every historical transcript not read yet (a progress bar on a terminal)."""
+    day = since.date() if since is not None else None
+    if dry_run:
+        from obsmem.sources.select import open_state, preview, select
 
-    day: date | None = since.date() if since is not None else None  # type: ignore[attr-defined]
-    with open_state(app.store) as state:
-        found = select(state, source=source, flush=True, min_new=0, since=day)
-        if not dry_run:
-            raise UsageError(
-                "writing observations needs the observer, which is not installed in this version",
-                "use --dry-run to see what would be observed",
-            )
-        total_turns = 0
-        items = preview(found, flush=True)
-        if sys.stderr.isatty():
-            from rich.progress import Progress
+        with open_state(app.store) as state:
+            found = select(state, source=source, flush=True, min_new=0, since=day)
+            turns = sum(len(result.turns) for _, result in preview(found, flush=True))
+        click.echo(
+            f"{turns} turn(s) in {len(found.pending)} transcript(s) "
+            f"({found.pending_bytes} bytes) would be observed"
+        )
+        return
+    from obsmem.observe.run import run_observe
 
-            with Progress(transient=True) as progress:
-                task = progress.add_task("reading transcripts", total=len(found.pending))
-                for pending, result in items:
-                    total_turns += len(result.turns)
-                    progress.update(task, advance=1, description=pending.path.name[:40])
-        else:
-            for number, (pending, result) in enumerate(items, start=1):
-                total_turns += len(result.turns)
-                click.echo(f"[{number}/{len(found.pending)}] {pending.path}: "
-                           f"{len(result.turns)} turn(s)", err=True)  # fmt: skip
-    click.echo(f"{total_turns} turn(s) in {len(found.pending)} transcript(s) "
-               f"({found.pending_bytes} bytes) would be observed")  # fmt: skip
+    with _progress() as progress:
+        report = run_observe(
+            app.store,
+            app.settings,
+            source=source,
+            flush=True,
+            min_new=0,
+            since=day,
+            progress=progress,
+        )
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        click.echo(render.observe_report(report))
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[int, int, Any], None]]:
+    """A progress callback: a rich bar on a terminal, plain numbered lines when piped."""
+    if not sys.stderr.isatty():
+
+        def plain(done: int, total: int, pending: Any) -> None:
+            click.echo(f"[{done + 1}/{total}] {pending.path}", err=True)
+
+        yield plain
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task("observing", total=None)
+
+        def update(done: int, total: int, pending: Any) -> None:
+            bar.update(task, completed=done, total=total, description=pending.path.name[:40])
+
+        yield update

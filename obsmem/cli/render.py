@@ -112,11 +112,15 @@ def observe_report(report: ObserveReport) -> str:
         lines.append(f"  skipped records: {parts}")
     auto = report.auto_memory
     if auto is not None and (auto.added or auto.changed or auto.removed):
-        lines.append(f"  claude auto-memory: {auto.files} file(s), {len(auto.added)} new, "
-                     f"{len(auto.changed)} changed, {len(auto.removed)} removed")  # fmt: skip
+        lines.append(
+            f"  claude auto-memory: {auto.files} file(s), {len(auto.added)} new, "
+            f"{len(auto.changed)} changed, {len(auto.removed)} removed"
+        )
     for problem in report.problems[:3]:
         lines.append(f"  problem: {problem}")
     if report.deferred:
-        lines.append(f"  {len(report.deferred)} transcript(s) left pending for a later run "
-                     "(OM_FALLBACK=defer); nothing was lost")  # fmt: skip
+        lines.append(
+            f"  {len(report.deferred)} transcript(s) left pending for a later run "
+            "(OM_FALLBACK=defer); nothing was lost"
+        )
     return "\n".join(lines)

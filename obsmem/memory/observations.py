@@ -122,7 +122,6 @@ class ObservationsDoc:
             doc = parse_observations("".join(lines))
         return parse_observations(encode("".join(lines))), added
 
-
     def with_context(self, date: str, pairs: dict[str, str]) -> ObservationsDoc:
         """A new document whose day ``date`` has ``pairs`` as its Current Context.
 
@@ -155,7 +154,7 @@ class ObservationsDoc:
                     last = index + 1
             if last == first:
                 # An empty block: keep one blank line between the heading and the bullets.
-                lines = lines[:first] + [nl, *bullets] + lines[first:]
+                lines = [*lines[:first], nl, *bullets, *lines[first:]]
             else:
                 start = first
                 while start < last and not body(lines[start]).strip():

@@ -28,6 +28,9 @@ _TIME = re.compile(r"^([01]?\d|2[0-3]):[0-5]\d$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 MAX_OBSERVATION_CHARS = 400
+_RETRY_HINT = (
+    "the content stays pending and is retried, or observed by rules with OM_FALLBACK=rules"
+)
 
 
 class Completer(Protocol):
@@ -89,17 +92,17 @@ def _loads(text: str) -> Any:
                 pass
     raise ObserverReplyError(
         "the observer model's reply is not JSON",
-        "the content stays pending and is retried (or observed by rules with OM_FALLBACK=rules)",
+        _RETRY_HINT,
     )
 
 
 def parse_reply(text: str, turns: Sequence[Turn]) -> tuple[list[Draft], CurrentContext]:
-    """Validate a reply into drafts and a Current Context; raise ``ObserverReplyError`` if unusable."""
+    """Validate a reply into drafts and a Current Context (``ObserverReplyError`` if unusable)."""
     data = _loads(text)
     if not isinstance(data, dict) or not isinstance(data.get("observations", []), list):
         raise ObserverReplyError(
             "the observer model's reply does not have the expected shape",
-            "the content stays pending and is retried (or observed by rules with OM_FALLBACK=rules)",
+            _RETRY_HINT,
         )
     drafts: list[Draft] = []
     for item in data.get("observations", []):
@@ -125,7 +128,9 @@ def parse_reply(text: str, turns: Sequence[Turn]) -> tuple[list[Draft], CurrentC
                 confidence=_number(item.get("confidence"), 0.7),
                 turns=basis,
                 timestamp=timestamp,
-                referenced_date=referenced if isinstance(referenced, str) and _DATE.match(referenced) else None,
+                referenced_date=referenced
+                if isinstance(referenced, str) and _DATE.match(referenced)
+                else None,
                 completed=item.get("completed") is True,
             )
         )
@@ -149,6 +154,7 @@ def _strings(value: object, limit: int) -> list[str]:
 def _context(value: object) -> CurrentContext:
     if not isinstance(value, dict):
         return CurrentContext()
+
     def text(key: str) -> str:
         item = value.get(key)
         return " ".join(item.split())[:240] if isinstance(item, str) else ""

@@ -31,21 +31,52 @@ _INJECTION = re.compile(
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(])|\n+")
 
 _RULES: tuple[tuple[str, float, float, re.Pattern[str]], ...] = (
-    ("decision", 0.8, 0.7, re.compile(
-        r"\b(?:let'?s (?:go with|use|switch|stick with|keep)|we(?:'ll| will| should) (?:use|go with|switch)"
-        r"|(?:i|we) (?:decided|chose|picked|settled on)|decided to|decision:|going with"
-        r"|switch(?:ing)? (?:from \S+ )?to|instead of|rather than)\b", re.IGNORECASE)),
-    ("preference", 0.7, 0.7, re.compile(
-        r"\b(?:i (?:really )?(?:prefer|like|love|hate|dislike|don'?t like|do not like|want|don'?t want)"
-        r"|i'?d rather|please (?:always|never|don'?t|do not|avoid)|always use|never use"
-        r"|my preference)\b", re.IGNORECASE)),
-    ("commitment", 0.6, 0.6, re.compile(
-        r"\b(?:todo\b|to-do|i'?ll |i will |we need to|i need to|remember to|don'?t forget"
-        r"|next step|follow up|later we|by (?:monday|tuesday|wednesday|thursday|friday|tomorrow"
-        r"|next week|end of (?:day|week)))", re.IGNORECASE)),
-    ("fact", 0.6, 0.6, re.compile(
-        r"\b(?:my name is|i am a|i'm a|i work (?:at|on|for)|our (?:team|company|stack) (?:is|uses)"
-        r"|we use|the project uses|deadline is)\b", re.IGNORECASE)),
+    (
+        "decision",
+        0.8,
+        0.7,
+        re.compile(
+            r"\b(?:let'?s (?:go with|use|switch|stick with|keep)"
+            r"|we(?:'ll| will| should) (?:use|go with|switch)"
+            r"|(?:i|we) (?:decided|chose|picked|settled on)|decided to|decision:|going with"
+            r"|switch(?:ing)? (?:from \S+ )?to|instead of|rather than)\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "preference",
+        0.7,
+        0.7,
+        re.compile(
+            r"\b(?:i (?:really )?(?:prefer|like|love|hate|dislike|want"
+            r"|don'?t like|do not like|don'?t want)"
+            r"|i'?d rather|please (?:always|never|don'?t|do not|avoid)|always use|never use"
+            r"|my preference)\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "commitment",
+        0.6,
+        0.6,
+        re.compile(
+            r"\b(?:todo\b|to-do|i'?ll |i will |we need to|i need to|remember to|don'?t forget"
+            r"|next step|follow up|later we|by (?:monday|tuesday|wednesday|thursday|friday|tomorrow"
+            r"|next week|end of (?:day|week)))",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "fact",
+        0.6,
+        0.6,
+        re.compile(
+            r"\b(?:my name is|i am a|i'm a|i work (?:at|on|for)"
+            r"|our (?:team|company|stack) (?:is|uses)"
+            r"|we use|the project uses|deadline is)\b",
+            re.IGNORECASE,
+        ),
+    ),
 )
 _MILESTONE = re.compile(
     r"\b(?:all (?:\d+ )?tests? pass(?:ed|ing)?|tests? (?:are )?(?:now )?passing|released|deployed"
@@ -57,17 +88,23 @@ _FAILED = re.compile(
     re.IGNORECASE,
 )
 _PASSED = re.compile(r"\b(?:exit (?:code|status) 0|\d+ passed|succeeded|success)\b", re.IGNORECASE)
-_CHANGE = re.compile(r"^(?:Edit|MultiEdit|Write|NotebookEdit|Patch|apply_patch|write_file|write"
-                     r"|edit|patch)\s*:\s*(.+)$")  # fmt: skip
-_ROUTINE_REPLY = re.compile(r"^(?:ok|okay|thanks|thank you|yes|no|sure|great|cool|done|go on"
-                            r"|continue|lgtm|perfect)[.!]*$", re.IGNORECASE)  # fmt: skip
+_CHANGE = re.compile(
+    r"^(?:Edit|MultiEdit|Write|NotebookEdit|Patch|apply_patch|write_file|write"
+    r"|edit|patch)\s*:\s*(.+)$"
+)
+_DESCRIPTION = re.compile(r"\s+\([^()]*\)$")
+_ROUTINE_REPLY = re.compile(
+    r"^(?:ok|okay|thanks|thank you|yes|no|sure|great|cool|done|go on"
+    r"|continue|lgtm|perfect)[.!]*$",
+    re.IGNORECASE,
+)
 _ENTITY = re.compile(r"`([^`]{2,40})`|\b([A-Z][a-zA-Z0-9]+(?:[A-Z][a-z0-9]+)+|[A-Z]{2,}[a-z]*)\b")
 
 
 def _sentences(text: str) -> Iterable[str]:
     for part in _SENTENCE.split(text):
         part = part.strip(" \t-*>#")
-        if 12 <= len(part):
+        if len(part) >= 12:
             yield part
 
 
@@ -89,19 +126,32 @@ def _from_words(turn: Turn) -> list[Draft]:
         for obs_type, importance, confidence, pattern in _RULES:
             if pattern.search(sentence):
                 if turn.role == "assistant":
-                    # The assistant's plans are weaker evidence than the user's own words.
-                    importance, confidence = importance - 0.15, confidence - 0.2
-                    if obs_type in ("preference", "fact"):
+                    # The assistant's plans are weaker evidence than the user's own words, and
+                    # its "I'll ..." is chatter, not the user's commitment.
+                    if obs_type != "decision":
                         break
-                text = _short(sentence)
-                if turn.role == "user" and obs_type in ("preference", "decision", "commitment"):
-                    text = "User: " + text
-                out.append(Draft(text, obs_type, importance, confidence, [turn]))
+                    importance, confidence = importance - 0.15, confidence - 0.2
+                out.append(Draft(_short(sentence), obs_type, importance, confidence, [turn]))
                 break
         else:
             if turn.role == "assistant" and _MILESTONE.search(sentence):
                 out.append(Draft(_short(sentence), "milestone", 0.6, 0.6, [turn], completed=True))
     return out
+
+
+_TOOL_PREFIX = re.compile(r"^[\w.-]+(?: error| exit -?\d+| interrupted)?:\s*")
+
+
+def _command(action: str) -> str:
+    """``Bash: npm test`` -> ``npm test``: the tool name adds nothing inside backticks."""
+    return _TOOL_PREFIX.sub("", action, count=1)
+
+
+def _first_line(turn: Turn) -> str:
+    """An outcome's first line, without the reader's ``Bash error:`` style prefix."""
+    text = turn.text.strip()
+    line = text.splitlines()[0] if text else ""
+    return _TOOL_PREFIX.sub("", line, count=1) or line
 
 
 def _from_tools(turns: list[Turn]) -> tuple[list[Draft], list[str]]:
@@ -118,20 +168,37 @@ def _from_tools(turns: list[Turn]) -> tuple[list[Draft], list[str]]:
             continue
         if turn.role != "outcome" or last_action is None:
             continue
-        action = last_action.text.strip()
-        first_line = turn.text.strip().splitlines()[0] if turn.text.strip() else ""
+        # The command, without the description an agent adds ("Bash: pytest (Run tests again)"):
+        # a retried command is the same command whatever it was called the second time.
+        action = _DESCRIPTION.sub("", last_action.text.strip())
+        first_line = _first_line(turn)
         if _FAILED.search(turn.text):
             failures[action] = (last_action, turn)
         elif action in failures and _PASSED.search(turn.text):
             failed_action, failed = failures.pop(action)
-            error = failed.text.strip().splitlines()[0] if failed.text.strip() else "an error"
-            drafts.append(Draft(_short(f"Fixed: `{action}` now succeeds ({first_line}) after "
-                                       f"failing with: {error}"), "lesson", 0.65, 0.6,
-                                [failed_action, failed, last_action, turn], completed=True))  # fmt: skip
+            drafts.append(
+                Draft(
+                    _short(
+                        f"Fixed: `{_command(action)}` succeeds now ({first_line}); it had "
+                        f"failed with: {_first_line(failed)}"
+                    ),
+                    "lesson",
+                    0.65,
+                    0.6,
+                    [failed_action, failed, last_action, turn],
+                    completed=True,
+                )
+            )
     for action, (action_turn, outcome) in failures.items():
-        error = outcome.text.strip().splitlines()[0] if outcome.text.strip() else "failed"
-        drafts.append(Draft(_short(f"Failed: `{action}`: {error}"), "error", 0.55, 0.8,
-                            [action_turn, outcome]))  # fmt: skip
+        drafts.append(
+            Draft(
+                _short(f"Failed: `{_command(action)}`: {_first_line(outcome)}"),
+                "error",
+                0.55,
+                0.8,
+                [action_turn, outcome],
+            )
+        )
     return drafts, changed
 
 
@@ -139,7 +206,8 @@ def _context(turns: list[Turn], changed: list[str]) -> CurrentContext:
     users = [t for t in turns if t.role == "user" and _substantive(t)]
     ctx = CurrentContext()
     if users:
-        ctx.active_task = _short(users[-1].text.splitlines()[0])
+        # The request that opened this stretch of work; later turns mostly refine it.
+        ctx.active_task = _short(users[0].text.splitlines()[0])
         questions = [s for t in users[-3:] for s in _sentences(t.text) if s.endswith("?")]
         ctx.open_questions = [_short(q) for q in questions[-2:]]
     counts: Counter[str] = Counter()
@@ -148,6 +216,7 @@ def _context(turns: list[Turn], changed: list[str]) -> CurrentContext:
             for match in _ENTITY.finditer(turn.text):
                 counts[match.group(1) or match.group(2)] += 1
     counts.update(path.rsplit("/", 1)[-1] for path in changed)
+    counts.pop("REDACTED", None)  # the redaction marker is not an entity
     ctx.key_entities = [name for name, _ in counts.most_common(6)]
     return ctx
 
@@ -170,10 +239,18 @@ def observe_with_rules(turns: list[Turn]) -> tuple[list[Draft], CurrentContext]:
             shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
             tail = f" (changed {shown})"
         request = _short(first.text.splitlines()[0])
-        drafts.insert(0, Draft(_short(f"User asked: {request}{tail}"), "task", 0.45, 0.9,
-                               [first]))  # fmt: skip
+        # Last, so that when the request itself was a decision or a preference, de-duplication
+        # keeps that sharper line and drops this one.
+        drafts.append(Draft(_short(f"User asked: {request}{tail}"), "task", 0.45, 0.9, [first]))
     elif changed:
         files = sorted(dict.fromkeys(changed))
-        drafts.append(Draft(_short("Changed files: " + ", ".join(files[:8])), "event", 0.3, 0.9,
-                            [t for t in turns if t.role == "action"][:1]))  # fmt: skip
+        drafts.append(
+            Draft(
+                _short("Changed files: " + ", ".join(files[:8])),
+                "event",
+                0.3,
+                0.9,
+                [t for t in turns if t.role == "action"][:1],
+            )
+        )
     return drafts, _context(turns, changed)

@@ -16,8 +16,9 @@ file is observed by the rules (``OM_FALLBACK=rules``) or stays pending for a lat
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,8 @@ from obsmem.observe.observer import chunk_turns, observe_chunk
 from obsmem.observe.scoring import Deduper
 from obsmem.settings import Settings
 from obsmem.sources.capture import CaptureRun, Pending, ScanReport, read_pending
-from obsmem.sources.model import ReadResult
 from obsmem.sources.claude_memory import AutoMemoryReport, scan_auto_memory
+from obsmem.sources.model import ReadResult
 from obsmem.sources.select import open_state, select
 
 __all__ = ["ObserveReport", "run_observe"]
@@ -61,18 +62,18 @@ class ObserveReport:
         return out
 
 
-def _provider(settings: Settings, environ: Mapping[str, str] | None) -> Any:
+def _provider(settings: Settings, store: MemoryStore, environ: Mapping[str, str] | None) -> Any:
     """The metered observer provider, or None for the rules. Imported lazily: the rules path
     must not load any SDK."""
     if settings.effective_provider() == "none":
         return None
     from obsmem.observe.providers import get_provider
-    from obsmem.observe.usage import MeteredProvider, usage_path
+    from obsmem.observe.usage import MeteredProvider
 
-    provider = get_provider(settings, "observer")
+    provider = get_provider(settings, "observer", environ=environ)
     if provider is None:
         return None
-    return MeteredProvider(provider, usage_path(environ), settings)
+    return MeteredProvider(provider, store.usage_path, settings)
 
 
 def run_observe(
@@ -85,12 +86,15 @@ def run_observe(
     flush: bool = False,
     environ: Mapping[str, str] | None = None,
     provider: Any = ...,
+    since: date | None = None,
+    progress: Callable[[int, int, Pending], None] | None = None,
 ) -> ObserveReport:
     """Observe what is new in the chosen transcripts and write it to memory.
 
     ``provider`` overrides the configured one (None forces the rules); by default it comes from
     ``settings``. Claude Code's auto-memory is scanned too when ``source`` is ``all`` or
-    ``claude-memory`` and no single transcript is given.
+    ``claude-memory`` and no single transcript is given. ``since`` keeps transcripts modified on
+    or after that day (backfill); ``progress(done, total, file)`` is called before each file.
     """
     report = ObserveReport()
     if transcript is None and source in ("all", "claude-memory"):
@@ -99,15 +103,24 @@ def run_observe(
             return report
     elif source == "claude-memory":
         raise UsageError("--transcript cannot be combined with --source claude-memory")
-    llm = _provider(settings, environ) if provider is ... else provider
+    llm = _provider(settings, store, environ) if provider is ... else provider
     report.provider = getattr(llm, "name", "rules") if llm is not None else "rules"
     deduper = Deduper(store.recent_observations())
     with open_state(store) as state:
-        found: ScanReport = select(state, source=source, transcript=transcript, environ=environ,
-                                   min_new=min_new, flush=flush)  # fmt: skip
+        found: ScanReport = select(
+            state,
+            source=source,
+            transcript=transcript,
+            environ=environ,
+            min_new=min_new,
+            flush=flush,
+            since=since,
+        )
         report.files_seen = found.files
         with CaptureRun(state) as run:
-            for pending in found.pending:
+            for number, pending in enumerate(found.pending):
+                if progress is not None:
+                    progress(number, len(found.pending), pending)
                 if report.deferred:
                     # The provider is down and the user chose to wait: leave the rest pending.
                     report.deferred.append(str(pending.path))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 
 from obsmem.memory.model import Observation, normalise_text, priority_for
 
@@ -33,17 +34,68 @@ def _words(*alternatives: str) -> re.Pattern[str]:
 
 
 FLOORS: tuple[Floor, ...] = (
-    Floor("release", 0.8, _words(r"released?", r"releasing", r"shipped", r"publish(?:ed)? to",
-                                 r"tagged v?\d[\w.]*", r"v\d+\.\d+(?:\.\d+)?")),  # fmt: skip
-    Floor("deployment", 0.8, _words(r"deploy(?:ed|ment|ing)?", r"rolled (?:out|back)",
-                                    r"roll-?back", r"in production", r"to prod")),  # fmt: skip
-    Floor("decision", 0.75, _words(r"decided", r"decision", r"chose", r"chosen",
-                                   r"going with", r"switch(?:ed)? to", r"replac(?:e|ed|ing)"),
-          frozenset({"decision"})),  # fmt: skip
-    Floor("pricing", 0.75, _words(r"pric(?:e|es|ing)", r"per month", r"subscription",
-                                  r"invoice", r"\$\d[\d,.]*", r"budget")),  # fmt: skip
-    Floor("blocker", 0.8, _words(r"blocked", r"blocker", r"blocking", r"can(?:no|')t proceed",
-                                 r"outage", r"data loss", r"security (?:issue|hole|bug)")),  # fmt: skip
+    Floor(
+        "release",
+        0.8,
+        _words(
+            r"released?",
+            r"releasing",
+            r"shipped",
+            r"publish(?:ed)? to",
+            r"tagged v?\d[\w.]*",
+            r"v\d+\.\d+(?:\.\d+)?",
+        ),
+    ),
+    Floor(
+        "deployment",
+        0.8,
+        _words(
+            r"deploy(?:ed|ment|ing)?",
+            r"rolled (?:out|back)",
+            r"roll-?back",
+            r"in production",
+            r"to prod",
+        ),
+    ),
+    Floor(
+        "decision",
+        0.75,
+        _words(
+            r"decided",
+            r"decision",
+            r"chose",
+            r"chosen",
+            r"going with",
+            r"switch(?:ed)? to",
+            r"replac(?:e|ed|ing)",
+        ),
+        frozenset({"decision"}),
+    ),
+    Floor(
+        "pricing",
+        0.75,
+        _words(
+            r"pric(?:e|es|ing)",
+            r"per month",
+            r"subscription",
+            r"invoice",
+            r"\$\d[\d,.]*",
+            r"budget",
+        ),
+    ),
+    Floor(
+        "blocker",
+        0.8,
+        _words(
+            r"blocked",
+            r"blocker",
+            r"blocking",
+            r"can(?:no|')t proceed",
+            r"outage",
+            r"data loss",
+            r"security (?:issue|hole|bug)",
+        ),
+    ),
 )
 
 
@@ -76,7 +128,7 @@ def _bigrams(text: str) -> frozenset[tuple[str, str]]:
     words = _TOKEN.findall(text.casefold())
     if len(words) < 2:
         return frozenset((w, "") for w in words)
-    return frozenset(zip(words, words[1:], strict=False))
+    return frozenset(pairwise(words))
 
 
 def bigram_jaccard(a: str, b: str) -> float:

@@ -85,9 +85,7 @@ def resolve_sources(source: str) -> list[str]:
     if source == "all":
         return list(AGENTS)
     if source not in AGENTS:
-        raise UsageError(
-            f"unknown source {source!r}", f"use one of: {', '.join((*AGENTS, 'all'))}"
-        )
+        raise UsageError(f"unknown source {source!r}", f"use one of: {', '.join((*AGENTS, 'all'))}")
     return [source]
 
 

@@ -75,7 +75,8 @@ def iter_lines(
 def iter_records(
     path: Path, *, start_offset: int = 0, start_line: int = 0, flush: bool = False
 ) -> Iterator[tuple[Line, dict[str, Any] | None, str | None]]:
-    """Yield ``(line, record, problem)``: the decoded JSON object, or None and why not."""
+    """Yield ``(line, record, problem)``: the decoded JSON object, or None and why not
+    (None and None for a blank line: nothing to count, but consumed)."""
     with path.open("rb") as handle:
         for line in iter_lines(
             handle, start_offset=start_offset, start_line=start_line, flush=flush
@@ -84,6 +85,9 @@ def iter_records(
                 yield line, None, "line too long"
                 continue
             if not line.data.strip():
+                # Yielded (not skipped) so the caller's end offset moves past blank lines;
+                # otherwise a file ending in blank lines would look unread forever.
+                yield line, None, None
                 continue
             try:
                 value = json.loads(line.data)

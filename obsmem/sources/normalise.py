@@ -45,7 +45,7 @@ def iso_utc(value: object) -> str | None:
 
 
 def file_time(path: Path) -> str | None:
-    """The file's modification time as an ISO UTC timestamp (the last fallback for a turn's time)."""
+    """The file's modification time as an ISO UTC timestamp (a turn's last-resort time)."""
     try:
         return iso_utc(path.stat().st_mtime)
     except OSError:

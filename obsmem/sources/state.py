@@ -234,9 +234,20 @@ class CaptureState:
                 "offset = excluded.offset, line = excluded.line, head = excluded.head, "
                 "last_turn_at = COALESCE(excluded.last_turn_at, cursors.last_turn_at), "
                 "updated_at = excluded.updated_at",
-                (key, agent, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, offset, line,
-                 head, last_turn_at, _now()),
-            )  # fmt: skip
+                (
+                    key,
+                    agent,
+                    st.st_dev,
+                    st.st_ino,
+                    st.st_size,
+                    st.st_mtime_ns,
+                    offset,
+                    line,
+                    head,
+                    last_turn_at,
+                    _now(),
+                ),
+            )
 
     def forget(self, path: str) -> None:
         """Drop a file's cursor (it will be read again from the start)."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from click.testing import CliRunner
 from obsmem import __version__
 from obsmem.cli import cli
 from obsmem.demo import prepare
+from obsmem.memory.observations import parse_observations
 
 
 @pytest.fixture
@@ -149,14 +152,34 @@ def test_bad_setting_in_env_file_names_the_file(
     assert len(err.strip().splitlines()) == 1
 
 
-def test_demo_runs_and_cleans_up(tmp_path: Path) -> None:
+def test_demo_observes_samples_offline_and_searches(tmp_path: Path) -> None:
     target = tmp_path / "demo"
     code, out, _ = run("demo", "--home", str(target))
     assert code == 0
-    assert "observations      11" in out
-    assert "om search 'redis ci'" in out
-    assert "Redis" in out
-    assert (target / "observations.md").is_file()
+    observed = re.search(
+        r"observed (\d+) turn\(s\) from 2 of 2 transcript\(s\) with rules: "
+        r"(\d+) new observation",
+        out,
+    )
+    assert observed and int(observed.group(1)) > 10 and int(observed.group(2)) >= 5, out
+    assert "om search 'redis workers'" in out
+    doc = parse_observations((target / "memory" / "observations.md").read_bytes())
+    # The sample memory's 11 lines are still there, plus what the transcripts gave.
+    assert len(doc.observations) == 11 + int(observed.group(2))
+    assert "ghp_R4nd0m" not in out and "hunter2" not in out  # the samples' fake secrets
+
+
+def test_demo_without_home_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    tempfile.tempdir = None
+    try:
+        code, _, _ = run("demo")
+    finally:
+        tempfile.tempdir = None
+    assert code == 0
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_demo_refuses_non_empty_home(tmp_path: Path) -> None:

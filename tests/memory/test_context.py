@@ -1,4 +1,4 @@
-"""Current Context blocks: replaced in place, created under the day heading, nothing else touched."""
+"""Current Context blocks: replaced in place, created under the heading, nothing else moved."""
 
 from __future__ import annotations
 
@@ -36,15 +36,23 @@ def test_replaces_existing_context_only() -> None:
     assert "Setting up FastAPI" not in text
     assert new.day("2026-02-10").context == {"Active task": "Writing tests", "Suggested next": "CI"}
     # Everything outside the block is unchanged.
-    before, after = ORIGINAL.split("- **Active task:**")[0], ORIGINAL.split("- **Key entities:** Atlas\n")[1]
+    before, after = (
+        ORIGINAL.split("- **Active task:**")[0],
+        ORIGINAL.split("- **Key entities:** Atlas\n")[1],
+    )
     assert text.startswith(before) and text.endswith(after)
 
 
 def test_adds_context_under_day_heading() -> None:
     doc = parse_observations(ORIGINAL.encode())
     text = doc.with_context("2026-02-11", {"Active task": "Models"}).render().decode()
-    assert "## 2026-02-11\n\n### Current Context\n\n- **Active task:** Models\n\n### Observations\n\n- 🟡 09:00 Wrote models\n" in text
-    assert parse_observations(text.encode()).day("2026-02-11").observations[0].text == "Wrote models"
+    assert (
+        "## 2026-02-11\n\n### Current Context\n\n- **Active task:** Models\n\n"
+        "### Observations\n\n- 🟡 09:00 Wrote models\n" in text
+    )
+    assert (
+        parse_observations(text.encode()).day("2026-02-11").observations[0].text == "Wrote models"
+    )
 
 
 def test_creates_missing_day_with_context() -> None:
@@ -57,8 +65,9 @@ def test_creates_missing_day_with_context() -> None:
 
 
 def test_store_writes_context_with_observations_and_skips_no_op(store: MemoryStore) -> None:
-    obs = new_observation("Chose Redis for queues", date="2026-02-12", time="10:00", type="decision",
-                          importance=0.9)  # fmt: skip
+    obs = new_observation(
+        "Chose Redis for queues", date="2026-02-12", time="10:00", type="decision", importance=0.9
+    )
     added = store.add_observations([obs], context={"2026-02-12": {"Active task": "Queues"}})
     assert [o.id for o in added] == [obs.id]
     doc = store.read_observations()

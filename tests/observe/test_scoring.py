@@ -28,10 +28,13 @@ def test_apply_floors_raises_but_never_lowers() -> None:
     low = new_observation("Deployed to production", date="2026-01-02", type="event", importance=0.2)
     assert apply_floors(low).importance == 0.8
     assert low.priority == "🔴"
-    high = new_observation("Deployed to production", date="2026-01-02", type="event", importance=0.95)
+    high = new_observation(
+        "Deployed to production", date="2026-01-02", type="event", importance=0.95
+    )
     assert apply_floors(high).importance == 0.95
-    done = new_observation("Released 1.0", date="2026-01-02", type="milestone", importance=0.3,
-                           completed=True)  # fmt: skip
+    done = new_observation(
+        "Released 1.0", date="2026-01-02", type="milestone", importance=0.3, completed=True
+    )
     assert apply_floors(done).priority == "✅"
     assert done.importance == 0.8
 
@@ -47,15 +50,17 @@ def obs(text: str) -> object:
 
 
 def test_deduper_exact_substring_and_similar() -> None:
-    dedupe = Deduper([new_observation("Chose PostgreSQL over SQLite for concurrent writes",
-                                      date="2026-01-01")])  # fmt: skip
+    dedupe = Deduper(
+        [new_observation("Chose PostgreSQL over SQLite for concurrent writes", date="2026-01-01")]
+    )
     assert dedupe.is_duplicate("chose   postgresql over sqlite for CONCURRENT writes")
     assert dedupe.is_duplicate("PostgreSQL over SQLite for concurrent writes")  # contained
     assert dedupe.is_duplicate("Chose PostgreSQL over SQLite for concurrent writes today")
     assert not dedupe.is_duplicate("Chose Redis for the job queue")
     # Short texts are not swallowed by containment.
-    assert not Deduper([new_observation("Fixed the failing test in the parser module",
-                                        date="2026-01-01")]).is_duplicate("Fixed")  # fmt: skip
+    assert not Deduper(
+        [new_observation("Fixed the failing test in the parser module", date="2026-01-01")]
+    ).is_duplicate("Fixed")
 
 
 def test_deduper_admit_remembers_within_a_batch() -> None:

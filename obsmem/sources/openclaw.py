@@ -1,0 +1,420 @@
+"""OpenClaw transcripts: ``~/.openclaw/agents/<agent>/sessions/<uuid>.jsonl`` (pi-agent format v3).
+
+The first line is the session header (``type: session``: id, timestamp, cwd); then entries with
+``id``/``parentId``: ``message`` (roles ``user``, ``assistant``, ``toolResult``, and pi's
+``bashExecution`` / ``compactionSummary`` / ``branchSummary``), ``compaction`` and
+``branch_summary`` (the agent's own summaries), and bookkeeping (``model_change``,
+``thinking_level_change``, ``custom``, ...) that is skipped and counted.
+
+What is kept: the user's words (unwrapped, see :mod:`obsmem.sources.openclaw_text`), the
+assistant's text, one ``action`` per tool call, ``outcome`` lines for failures and test counts,
+summaries. What is dropped: thinking, routine tool successes, and the turns nobody typed:
+heartbeat polls and their ``HEARTBEAT_OK``, cron trigger notices, the pre-compaction memory
+flush, memory "dreaming" runs (for those three, with the tool calls of their run), ``NO_REPLY``.
+
+A session is a tree (``parentId``); entries are read in file order, abandoned branches included:
+what the user said on a branch they left was still said.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from obsmem.sources.jsonl import Line, iter_lines
+from obsmem.sources.model import ReadResult, Turn
+from obsmem.sources.normalise import clip, file_time, iso_utc, project_of
+from obsmem.sources.openclaw_text import (
+    RUN_KINDS,
+    classify_user,
+    clean_assistant,
+    reduce_result,
+    summarise_call,
+    unwrap_user,
+)
+
+__all__ = ["AGENT", "detect", "find_files", "read"]
+
+AGENT = "openclaw"
+
+_MESSAGE_ROLES = frozenset(
+    {"user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary"}
+    | {"compactionSummary"}
+)
+_BOOKKEEPING = frozenset(
+    {"model_change", "thinking_level_change", "custom", "custom_message", "label", "session_info"}
+)
+_SUMMARY_TYPES = frozenset({"compaction", "branch_summary"})
+_MAX_SUMMARY = 4000
+_HEADER_MAX = 1024 * 1024
+# How far back to look for the user message that decides whether a read starting mid-file is
+# inside a heartbeat / memory run; a run longer than this is treated as ended.
+_LOOKBACK = 256 * 1024
+_CUSTOM_PREFIX = b'{"type":"custom",'
+# Decoding str with a decoder made once skips json.loads's per-call encoding sniffing.
+_decode = json.JSONDecoder().decode
+
+
+@dataclass
+class _Session:
+    """What the reader knows about the session while it reads: header facts and run state."""
+
+    path: Path
+    id: str | None = None
+    cwd: str | None = None
+    project: str | None = None
+    timestamp: str | None = None
+    run: str | None = None  # the noise run we are inside ("heartbeat", ...), if any
+    turns: list[Turn] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    _mtime: str | None = None
+    _mtime_read: bool = False
+
+    def header(self, record: dict[str, Any]) -> None:
+        if record.get("id") is not None:
+            self.id = str(record["id"])
+        cwd = record.get("cwd")
+        if isinstance(cwd, str) and cwd:
+            self.cwd = cwd
+            self.project = project_of(cwd)
+        self.timestamp = iso_utc(record.get("timestamp")) or self.timestamp
+
+    def time(self, *values: object) -> str | None:
+        """The first usable timestamp among ``values``, else the session's, else the file's."""
+        for value in values:
+            stamp = iso_utc(value)
+            if stamp is not None:
+                return stamp
+        if self.timestamp is not None:
+            return self.timestamp
+        if not self._mtime_read:
+            self._mtime, self._mtime_read = file_time(self.path), True
+        return self._mtime
+
+    def add(self, role: str, text: str, line: Line, timestamp: str | None) -> None:
+        text = text.strip()
+        if not text:
+            return
+        self.turns.append(
+            Turn(
+                role=role,
+                text=text,
+                timestamp=timestamp,
+                session=self.id or self.path.stem,
+                agent=AGENT,
+                project=self.project,
+                source_path=str(self.path),
+                line_start=line.number,
+                line_end=line.number,
+                byte_start=line.start,
+                byte_end=line.end,
+            )
+        )
+
+    def drop_in_run(self) -> bool:
+        """Count and drop what the agent does inside a noise run; False outside one."""
+        if self.run is None:
+            return False
+        self.skipped[f"in {self.run}"] += 1
+        return True
+
+
+def read(
+    path: Path, *, start_offset: int = 0, start_line: int = 0, flush: bool = False
+) -> ReadResult:
+    """Normalised turns from the complete lines of ``path`` after ``start_offset``.
+
+    Never raises on bad content (it is skipped and counted); OSError on open propagates.
+    """
+    session = _Session(path)
+    if start_offset > 0:
+        head = _first_record(path)
+        if head is not None:
+            session.header(head)
+        session.run = _run_before(path, start_offset)
+    end_offset, end_line = start_offset, start_line
+    skipped = session.skipped
+    with path.open("rb") as handle:
+        for line in iter_lines(
+            handle, start_offset=start_offset, start_line=start_line, flush=flush
+        ):
+            end_offset, end_line = line.end, line.number
+            if line.too_long:
+                skipped["line too long"] += 1
+                continue
+            if not line.data.strip():
+                continue
+            if line.data.startswith(_CUSTOM_PREFIX):
+                skipped["custom"] += 1  # extension state, can be large: not worth decoding
+                continue
+            if _routine_result(line.data):  # most tool output: skipped without decoding it
+                skipped[f"in {session.run}" if session.run else "routine tool result"] += 1
+                continue
+            try:
+                record = _decode(line.data.decode("utf-8"))
+            except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+                skipped["broken json"] += 1
+                continue
+            if not isinstance(record, dict):
+                skipped["not an object"] += 1
+                continue
+            _record(record, line, session)
+    return ReadResult(session.turns, start_offset, end_offset, end_line, skipped)
+
+
+# Anything that could make a tool result worth an outcome line (see reduce_result); a result
+# whose raw line has none of these, no failing exit code and isError false is routine.
+_NOT_ROUTINE = (
+    b'"isError":true', b"passed", b"failed", b"passing", b"failing", b"exited with code",
+    b'"status":"failed"', b'"status":"error"', b'"status":"timeout"', b'"status":"killed"',
+)  # fmt: skip
+
+
+def _routine_result(data: bytes) -> bool:
+    """Whether this raw line is a routine tool success, decided without decoding it.
+
+    Conservative: any doubt (other key spacing, a hint inside the output) means "decode it".
+    """
+    if data.find(b'"role":"toolResult"', 0, 400) == -1 or b'"isError":false' not in data:
+        return False
+    if any(hint in data for hint in _NOT_ROUTINE):
+        return False
+    exits = data.count(b'"exitCode":')
+    return exits == data.count(b'"exitCode":0,') + data.count(b'"exitCode":0}')
+
+
+def _record(record: dict[str, Any], line: Line, session: _Session) -> None:
+    kind = record.get("type")
+    if not isinstance(kind, str):
+        session.skipped[f"unknown type: {clip(str(kind), 40)}"] += 1
+        return
+    if kind == "message":
+        message = record.get("message")
+        if isinstance(message, dict):
+            _message(message, record, line, session)
+        else:
+            session.skipped["message without body"] += 1
+    elif kind == "session":
+        session.header(record)
+    elif kind in _SUMMARY_TYPES:
+        summary = record.get("summary")
+        if isinstance(summary, str):
+            session.add(
+                "summary",
+                clip(summary.strip(), _MAX_SUMMARY),
+                line,
+                session.time(record.get("timestamp")),
+            )
+    elif kind in _BOOKKEEPING:
+        session.skipped[kind] += 1
+    else:
+        session.skipped[f"unknown type: {clip(str(kind), 40)}"] += 1
+
+
+def _message(message: dict[str, Any], record: dict[str, Any], line: Line, s: _Session) -> None:
+    role = message.get("role")
+    # The entry's ISO time and the message's epoch milliseconds name the same moment; the ISO
+    # string takes the fast path of iso_utc.
+    stamp = s.time(record.get("timestamp"), message.get("timestamp"))
+    if role == "user":
+        raw = _text_of(message.get("content"))
+        text = unwrap_user(raw)
+        if text:
+            reason = classify_user(text)
+        else:
+            reason = "system event" if "System: [" in raw else "empty message"
+        s.run = reason if reason in RUN_KINDS else None
+        if reason is not None:
+            s.skipped[reason] += 1
+            return
+        s.add("user", text, line, stamp)
+    elif role == "assistant":
+        _assistant(message, line, s, stamp)
+    elif role == "toolResult":
+        if s.drop_in_run():
+            return
+        outcome = reduce_result(message)
+        if outcome is None:
+            s.skipped["routine tool result"] += 1
+        else:
+            s.add("outcome", outcome, line, stamp)
+    elif role == "bashExecution":  # the user ran "!command" in pi's terminal
+        s.run = None
+        command = message.get("command")
+        s.add("action", summarise_call("bash", {"command": command}), line, stamp)
+        outcome = reduce_result(
+            {
+                "toolName": "bash",
+                "content": message.get("output") if isinstance(message.get("output"), str) else "",
+                "details": {"exitCode": message.get("exitCode")},
+                "isError": message.get("cancelled") is True,
+            }
+        )
+        if outcome is not None:
+            s.add("outcome", outcome, line, stamp)
+    elif role in ("compactionSummary", "branchSummary"):
+        summary = message.get("summary")
+        if isinstance(summary, str):
+            s.add("summary", clip(summary.strip(), _MAX_SUMMARY), line, stamp)
+    elif role == "custom":
+        s.skipped["custom message"] += 1
+    else:
+        s.skipped[f"unknown role: {clip(str(role), 40)}"] += 1
+
+
+def _assistant(message: dict[str, Any], line: Line, s: _Session, stamp: str | None) -> None:
+    content = message.get("content")
+    blocks: list[Any] = (
+        [{"type": "text", "text": content}]
+        if isinstance(content, str)
+        else (content if isinstance(content, list) else [])
+    )
+    texts: list[str] = []
+
+    def flush_text() -> None:
+        if not texts:
+            return
+        text, reason = clean_assistant("\n\n".join(texts))
+        texts.clear()
+        if reason is not None:
+            s.skipped[reason] += 1
+        elif s.run is not None and s.run != "heartbeat":
+            s.drop_in_run()
+        else:  # in a heartbeat run, a reply that is more than the ack is an alert the user got
+            s.add("assistant", text, line, stamp)
+
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind == "toolCall":
+            flush_text()
+            if not s.drop_in_run():
+                name = block.get("name")
+                s.add(
+                    "action",
+                    summarise_call(str(name or "tool"), block.get("arguments")),
+                    line,
+                    stamp,
+                )
+        elif kind == "thinking":
+            s.skipped["thinking"] += 1
+    flush_text()
+    error = message.get("errorMessage")
+    if message.get("stopReason") == "error" and isinstance(error, str) and error.strip():
+        s.add("outcome", "model error: " + clip(error.strip().splitlines()[0], 300), line, stamp)
+
+
+def _text_of(content: Any) -> str:
+    """The text of a message's content: a string, or the ``text`` blocks of a list."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "text":
+            text = block.get("text")
+            if isinstance(text, str):
+                parts.append(text)
+    return "\n".join(parts)
+
+
+def _first_record(path: Path) -> dict[str, Any] | None:
+    """The header line, re-read when a read starts mid-file (its facts are needed)."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.readline(_HEADER_MAX + 1)
+    except OSError:
+        return None
+    if len(data) > _HEADER_MAX:
+        return None
+    try:
+        record = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) and record.get("type") == "session" else None
+
+
+def _run_before(path: Path, offset: int) -> str | None:
+    """The noise run open at ``offset``: decided by the last user message before it."""
+    low = max(0, offset - _LOOKBACK)
+    try:
+        with path.open("rb") as handle:
+            handle.seek(low)
+            data = handle.read(offset - low)
+    except OSError:
+        return None
+    pieces = data.split(b"\n")
+    if low > 0:
+        pieces = pieces[1:]  # the first piece may be the tail of a longer line
+    for raw in reversed(pieces):
+        if b'"user"' not in raw and b'"bashExecution"' not in raw:
+            continue
+        try:
+            record = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(record, dict) or record.get("type") != "message":
+            continue
+        message = record.get("message")
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "bashExecution":
+            return None
+        if message.get("role") == "user":
+            text = unwrap_user(_text_of(message.get("content")))
+            reason = classify_user(text) if text else None
+            return reason if reason in RUN_KINDS else None
+    return None
+
+
+def detect(records: list[dict[str, Any]]) -> bool:
+    """True when the first records look like a pi-agent / OpenClaw session file."""
+    for record in records[:5]:
+        if "traceSchema" in record:  # OpenClaw's trajectory traces are another file kind
+            return False
+        kind = record.get("type")
+        if kind == "session" and "version" in record and "id" in record:
+            return True
+        message = record.get("message")
+        if (
+            kind == "message"
+            and isinstance(message, dict)
+            and isinstance(message.get("role"), str)
+            and message["role"] in _MESSAGE_ROLES
+            and ("id" in record or "parentId" in record)
+        ):
+            return True
+        if kind in ("model_change", "thinking_level_change") and "id" in record:
+            return True
+    return False
+
+
+def find_files(home: Path) -> list[Path]:
+    """Session files under ``home`` (``$OPENCLAW_HOME``): ``agents/*/sessions/*.jsonl``."""
+    found: list[Path] = []
+    try:
+        agents = sorted((home / "agents").iterdir())
+    except OSError:
+        return []
+    for agent in agents:
+        try:
+            entries = sorted((agent / "sessions").iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if not name.endswith(".jsonl") or name.endswith(".trajectory.jsonl"):
+                continue
+            try:
+                if entry.is_file():
+                    found.append(entry)
+            except OSError:
+                continue
+    return found

@@ -1,0 +1,452 @@
+"""Secrets out of transcript text, before anything is sent to an LLM or written to memory.
+
+Every turn passes through :func:`redact` when it leaves the reader stage. Each secret becomes
+``[REDACTED:<kind>]`` (the kinds are listed in :data:`KINDS`); in an assignment only the value is
+replaced, so ``DB_PASSWORD=hunter2`` becomes ``DB_PASSWORD=[REDACTED:password]`` and the
+observation still says what was set. Long base64 runs and ``data:`` URIs are not secrets as such
+but are never worth remembering: they become ``[dropped:base64 N chars]`` / ``[dropped:data-uri]``.
+
+Left alone on purpose (placeholders, not secrets), in assignments and URL passwords: values
+starting with ``$ % < { [`` (``${TOKEN}``, ``$(cat f)``, ``<your password>``, ``{{ token }}``),
+masks (``****``, ``xxxx``, ``...``), stand-in words (``none``, ``null``, ``true``, ``password``,
+``your_token``, ``example``, ...), paths (``/run/secrets/db``), code (``os.environ[...]``,
+``args.token``, ``get_password()``, ``const token = await f()``) and a value equal to its key
+(``token=token``); so ``postgres://user:password@db`` in a README stays as it is. Token shapes
+(``sk-...``, ``ghp_...``) are redacted wherever they appear, whatever surrounds them.
+
+Speed and safety: a pass runs only when its trigger occurs (one C-speed ``in`` or the pattern's
+own literal-prefix search), token shapes only when the text has a run of 15 token characters,
+every run of characters in a pattern is either bounded or can only start at a run boundary
+(lookbehind), and multi-part constructs (PEM blocks, ``<private>`` spans, URLs, assignments)
+are found with ``str.find``/``bisect`` rather than backtracking: the whole pass is linear in the
+length of the text.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from obsmem.sources.redact_keys import (
+    ascii_lower,
+    is_placeholder,
+    redact_assignments,
+    splice,
+)
+
+__all__ = ["KINDS", "redact", "redact_counts", "redact_turns"]
+
+#: Every label :func:`redact` can produce, with what it covers (for the docs).
+KINDS: dict[str, str] = {
+    "anthropic": "Anthropic API keys (sk-ant-...)",
+    "openai": "OpenAI and OpenAI-style keys (sk-..., sk-proj-..., sk-svcacct-...)",
+    "aws-access-key": "AWS access key ids (AKIA/ASIA/ABIA/ACCA + 16)",
+    "aws-secret-key": "AWS secret access keys next to aws_secret_access_key / secretAccessKey",
+    "github": "GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_)",
+    "gitlab": "GitLab personal access tokens (glpat-)",
+    "slack": "Slack tokens (xoxa-, xoxb-, xoxp-, xoxr-, xoxs-, xoxo-, xapp-)",
+    "slack-webhook": "Slack incoming webhook paths (hooks.slack.com/services/...)",
+    "stripe": "Stripe secret and restricted keys, webhook secrets (sk_live_, rk_test_, whsec_)",
+    "google-api-key": "Google API keys (AIza...)",
+    "npm": "npm access tokens (npm_...)",
+    "pypi": "PyPI API tokens (pypi-AgEI...)",
+    "huggingface": "Hugging Face tokens (hf_...)",
+    "telegram-bot": "Telegram bot tokens (123456789:AA...)",
+    "sendgrid": "SendGrid API keys (SG.xxx.yyy)",
+    "jwt": "JSON Web Tokens (eyJ...eyJ...sig)",
+    "private-key": "PEM/OpenSSH/PGP private key blocks (also when cut off before END)",
+    "bearer": "Bearer tokens (Authorization: Bearer ...)",
+    "basic-auth": "HTTP Basic credentials (Authorization: Basic ...)",
+    "url-password": "the password part of scheme://user:password@host",
+    "password": "values of password/passwd/passphrase/pwd keys, flags and .env lines",
+    "secret": "values of secret/client_secret/secret_key/auth_key keys",
+    "token": "values of token/access_token/GITHUB_TOKEN keys",
+    "api-key": "values of api_key/apiKey/X-Api-Key keys",
+    "access-key": "values of access_key keys",
+    "credential": "values of credential(s) keys",
+    "private": "<private>...</private> spans (the whole span)",
+    "base64": "dropped: runs of 200+ base64 characters",
+    "data-uri": "dropped: data: URIs",
+}
+
+# --- Token shapes ------------------------------------------------------------------------
+# Each pattern starts with its literal prefix (so ``re`` skips to candidates fast) followed by a
+# fixed-width lookbehind that refuses a prefix glued to a longer word: "task-sk-learn" is not a
+# key, and a long run can only be scanned from its start, which keeps the search linear.
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """One token shape. ``judge`` sees the secret and names its kind, or None to let it be
+    (default: ``kind``). ``back`` widens the replaced span leftwards by that many characters,
+    for patterns that start after the first character to get a fast literal prefix."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    triggers: tuple[str, ...] = ()
+    group: int = 0
+    lower: bool = False  # the pattern is matched against the lowercased text (case-blind)
+    judge: Callable[[str], str | None] | None = None
+    back: int = 0
+    # A punctuation character every match contains: a one-character ``in`` test (memchr)
+    # rules the pattern out faster than running it.
+    anchor: str = ""
+
+
+def _has_digit(value: str) -> bool:
+    return any(c.isdigit() for c in value)
+
+
+def _mixed(value: str) -> bool:
+    """Random-looking: upper and lower case letters and digits all present."""
+    has_upper = has_lower = has_digit = False
+    for c in value:
+        if c.isupper():
+            has_upper = True
+        elif c.islower():
+            has_lower = True
+        elif c.isdigit():
+            has_digit = True
+        if has_upper and has_lower and has_digit:
+            return True
+    return False
+
+
+def _needs(test: Callable[[str], bool], kind: str) -> Callable[[str], str | None]:
+    return lambda secret: kind if test(secret) else None
+
+
+def _sk_kind(secret: str) -> str | None:
+    if secret.startswith("sk-ant-"):
+        return "anthropic"
+    return "openai" if _has_digit(secret[3:]) else None
+
+
+_B64URL = r"A-Za-z0-9_\-"
+_TOKEN_RULES: tuple[_Rule, ...] = (
+    # Anthropic (sk-ant-...) and OpenAI-style (sk-, sk-proj-, sk-svcacct-) keys share a prefix.
+    _Rule(
+        "openai",
+        re.compile(rf"sk-(?<![{_B64URL}]sk-)[{_B64URL}]{{20,}}"),
+        judge=_sk_kind,
+        anchor="-",
+    ),
+    _Rule(
+        "github",
+        re.compile(r"gh[pousr]_(?<![A-Za-z0-9_]gh[pousr]_)[A-Za-z0-9]{36,255}(?![A-Za-z0-9_])"),
+        anchor="_",
+    ),
+    _Rule(
+        "github",
+        re.compile(r"github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{22,255}"),
+        anchor="_",
+    ),
+    _Rule(
+        "gitlab",
+        re.compile(rf"glpat-(?<![{_B64URL}]glpat-)[{_B64URL}.]{{20,}}"),
+        anchor="-",
+    ),
+    _Rule(
+        "slack",
+        re.compile(
+            r"x(?:ox[abposr]-(?<![A-Za-z0-9_-]xox[abposr]-)[A-Za-z0-9-]{10,}"
+            r"|app-(?<![A-Za-z0-9_-]xapp-)\d-[A-Za-z0-9-]{10,})"
+        ),
+        judge=_needs(_has_digit, "slack"),
+        anchor="-",
+    ),
+    _Rule(
+        "slack-webhook",
+        re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{8,})"),
+        group=1,
+        anchor=".",
+    ),
+    _Rule(
+        "stripe",
+        # Starts at "k_" for a literal prefix; the s/r before it is part of the key (back=1).
+        re.compile(
+            r"k_(?:live|test)_(?<![A-Za-z0-9][sr]k_live_)(?<![A-Za-z0-9][sr]k_test_)"
+            r"(?<=[sr]k_live_|[sr]k_test_)[A-Za-z0-9]{16,247}(?![A-Za-z0-9])"
+        ),
+        back=1,  # secret (sk_) and restricted (rk_) keys; publishable pk_ keys are public
+        anchor="_",
+    ),
+    _Rule(
+        "stripe",
+        re.compile(r"whsec_(?<![A-Za-z0-9_]whsec_)[A-Za-z0-9]{24,}"),
+        anchor="_",
+    ),
+    _Rule(
+        "google-api-key",
+        re.compile(rf"AIza(?<![{_B64URL}]AIza)[{_B64URL}]{{35}}(?![{_B64URL}])"),
+    ),
+    _Rule(
+        "npm",
+        re.compile(r"npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9_])"),
+        anchor="_",
+    ),
+    _Rule(
+        "pypi",
+        re.compile(rf"pypi-AgEI(?<![{_B64URL}]pypi-AgEI)[{_B64URL}]{{50,}}"),
+        anchor="-",
+    ),
+    _Rule(
+        "huggingface",
+        re.compile(r"hf_(?<![A-Za-z0-9_]hf_)[A-Za-z0-9]{34,40}(?![A-Za-z0-9_])"),
+        judge=_needs(_mixed, "huggingface"),
+        anchor="_",
+    ),
+    _Rule(
+        "telegram-bot",
+        # The bot id before the colon is public; the part after it is the secret.
+        re.compile(rf":(AA(?<=[0-9]{{8}}:AA)[{_B64URL}]{{33}})(?![{_B64URL}])"),
+        group=1,
+        anchor=":",
+    ),
+    _Rule(
+        "sendgrid",
+        re.compile(rf"SG\.(?<![{_B64URL}]SG\.)[{_B64URL}]{{22}}\.[{_B64URL}]{{43}}"),
+        anchor=".",
+    ),
+    _Rule(
+        "aws-access-key",
+        re.compile(
+            r"(?:AKIA|ASIA|ABIA|ACCA)(?<![A-Za-z0-9](?:AKIA|ASIA|ABIA|ACCA))"
+            r"[A-Z0-9]{16}(?![A-Za-z0-9])"
+        ),
+        judge=_needs(_has_digit, "aws-access-key"),
+    ),
+    _Rule(
+        "jwt",
+        re.compile(rf"eyJ(?<![{_B64URL}]eyJ)[{_B64URL}]{{8,}}\.[{_B64URL}]{{8,}}\.[{_B64URL}]*"),
+        anchor=".",
+    ),
+    # Header tokens: the scheme word stays, the credential goes.
+    _Rule(
+        "bearer",
+        re.compile(r"bearer(?<![a-z0-9]bearer)[ \t]{1,10}([a-z0-9._~+/-]{16,}=*)"),
+        ("bearer",),
+        group=1,
+        lower=True,
+        judge=_needs(_has_digit, "bearer"),
+    ),
+    _Rule(
+        "basic-auth",
+        re.compile(
+            r"authorization[\"']?[ \t]{0,10}[:=][ \t]{0,10}[\"']?basic[ \t]{1,10}"
+            r"([a-z0-9+/]{8,}={0,2})"
+        ),
+        ("authorization",),
+        group=1,
+        lower=True,
+    ),
+    _Rule(
+        "aws-secret-key",
+        re.compile(
+            r"secret_?access_?key[\"']?(?:[ \t]{0,10}(?:=>|[:=])[ \t]{0,10}|[ \t]{1,10})[\"']?"
+            r"([a-z0-9/+]{40})(?![a-z0-9/+=])"
+        ),
+        ("secret_access", "secretaccess"),
+        group=1,
+        lower=True,
+    ),
+)
+
+# --- Multi-part constructs found with find/bisect -----------------------------------------
+_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+# What a cut-off key body can contain: base64 lines (newlines real or JSON-escaped) and the
+# Proc-Type / DEK-Info headers of encrypted keys.
+_PEM_BODY = re.compile(
+    r"(?:(?:Proc-Type|DEK-Info|Comment):[^\n\\]{0,200}|[A-Za-z0-9+/=]|\r?\n|\\r|\\n)*"
+)
+_PEM_WINDOW = 64 * 1024
+
+
+def _private_keys(text: str, counts: Counter[str]) -> str:
+    ends = [m.end() for m in _PEM_END.finditer(text)]
+    spans: list[tuple[int, int, str]] = []
+    cursor = 0
+    for begin in _PEM_BEGIN.finditer(text):
+        if begin.start() < cursor:
+            continue
+        i = bisect_left(ends, begin.end())
+        if i < len(ends) and ends[i] - begin.end() <= _PEM_WINDOW:
+            stop = ends[i]
+        else:
+            body = _PEM_BODY.match(text, begin.end())
+            stop = body.end() if body else begin.end()
+            while stop > begin.end() and text[stop - 1] in "\r\n":
+                stop -= 1
+        spans.append((begin.start(), stop, "private-key"))
+        counts["private-key"] += 1
+        cursor = stop
+    return splice(text, spans)
+
+
+def _private_spans(text: str, counts: Counter[str]) -> str:
+    low = ascii_lower(text)
+    closes = [m.end() for m in re.finditer(r"</private\s*>", low)]
+    spans: list[tuple[int, int, str]] = []
+    cursor = 0
+    for opening in re.finditer(r"<private\s*>", low):
+        if opening.start() < cursor:
+            continue
+        i = bisect_left(closes, opening.end())
+        stop = closes[i] if i < len(closes) else len(text)  # unclosed: hide the rest
+        spans.append((opening.start(), stop, "private"))
+        counts["private"] += 1
+        cursor = stop
+    return splice(text, spans)
+
+
+_USERINFO = re.compile(r"[^\s:/@?#\"'<>\[\]]{0,256}:([^\s@/?#\"'<>]{1,256})@")
+
+
+def _url_passwords(text: str, counts: Counter[str]) -> str:
+    spans: list[tuple[int, int, str]] = []
+    at = text.find("://")
+    while at != -1:
+        m = _USERINFO.match(text, at + 3)
+        if m is not None:
+            password = m.group(1)
+            if not password.startswith("[REDACTED") and not is_placeholder(password):
+                spans.append((m.start(1), m.end(1), "url-password"))
+                counts["url-password"] += 1
+        at = text.find("://", at + 3)
+    return splice(text, spans)
+
+
+_DATA_URI = re.compile(
+    r"data:(?<![A-Za-z0-9]data:)(?:[A-Za-z]{1,20}/[A-Za-z0-9.+-]{1,100})?"
+    r"(?:;[A-Za-z0-9=.+-]{1,100}){0,5},[A-Za-z0-9+/=%._~-]*"
+)
+_BLOB_MIN = 200
+_BLOCK = _BLOB_MIN // 2
+_BASE64 = re.compile(rf"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{{{_BLOB_MIN},}}={{0,2}}")
+
+
+def _data_uris(text: str, counts: Counter[str]) -> str:
+    def repl(m: re.Match[str]) -> str:
+        counts["data-uri"] += 1
+        return "[dropped:data-uri]"
+
+    return _DATA_URI.sub(repl, text)
+
+
+def _base64_blobs(text: str, counts: Counter[str]) -> str:
+    def repl(m: re.Match[str]) -> str:
+        blob = m.group()
+        if not _mixed(blob):
+            return blob
+        counts["base64"] += 1
+        return f"[dropped:base64 {len(blob)} chars]"
+
+    # One pass over the whole text: the lookbehind lets a run start only at its first
+    # character, so this stays linear however many blobs there are.
+    return _BASE64.sub(repl, text)
+
+
+def _apply_rule(rule: _Rule, text: str, counts: Counter[str], low: str | None = None) -> str:
+    """``text`` with the secrets ``rule`` finds replaced. Case-blind rules match a lowercase copy
+    of the same length (``low`` when the caller has it; faster than ``re.IGNORECASE``), so
+    positions carry over."""
+    haystack = (ascii_lower(text) if low is None else low) if rule.lower else text
+    spans: list[tuple[int, int, str]] = []
+    for m in rule.pattern.finditer(haystack):
+        start, end = m.span(rule.group)
+        start -= rule.back
+        secret = text[start:end]
+        if secret.startswith("[REDACTED"):
+            continue
+        kind = rule.kind if rule.judge is None else rule.judge(secret)
+        if kind is not None:
+            spans.append((start, end, kind))
+            counts[kind] += 1
+    return splice(text, spans)
+
+
+# Every cased token shape is a run of at least 15 of these characters (its prefix included).
+_RUN_CHARS = r"A-Za-z0-9_\-.:/+="
+_RUN = re.compile(rf"(?<![{_RUN_CHARS}])[{_RUN_CHARS}]{{15,}}")
+
+# Bound methods, so the common no-match path is one C call per rule.
+_CASED_SEARCHES = tuple(
+    (rule.anchor, rule.pattern.search, rule) for rule in _TOKEN_RULES if not rule.lower
+)
+_CASELESS_RULES = tuple(rule for rule in _TOKEN_RULES if rule.lower)
+
+
+def _may_hold_blob(text: str) -> bool:
+    """Whether a run of 2 x 100 characters without whitespace may occur (cheap pre-check).
+
+    Such a run always covers one whole aligned 100-character block, so looking at those blocks
+    is enough, and far cheaper than splitting the text into words.
+    """
+    for k in range(0, len(text) - _BLOCK + 1, _BLOCK):
+        block = text[k : k + _BLOCK]
+        if " " not in block and "\n" not in block:
+            return True
+    return False
+
+
+def redact_counts(text: str) -> tuple[str, Counter[str]]:
+    """``text`` with every secret replaced by ``[REDACTED:<kind>]``, and how many of each kind.
+
+    Base64 blobs and data URIs are dropped and counted as ``base64`` / ``data-uri``. Applying it
+    twice changes nothing more (labels are never taken for secrets).
+    """
+    counts: Counter[str] = Counter()
+    if not text:
+        return text, counts
+    original = text
+    low = ascii_lower(text)
+    # The passes in order. Whole spans first (private, PEM, data URIs) so no rule sees their
+    # insides; specific token shapes before the generic key=value pass, so a labelled value
+    # keeps its precise kind. Each pass is skipped unless its trigger occurs; for the token
+    # shapes the pattern's own literal-prefix search is the cheapest trigger test. Triggers are
+    # looked up in the original text: later passes only add labels, which are never secrets.
+    if "<private" in low:
+        text = _private_spans(text, counts)
+    if "-----BEGIN " in text:
+        text = _private_keys(text, counts)
+    if "data:" in text:
+        text = _data_uris(text, counts)
+    if _RUN.search(text) is not None:  # no 15-character run: no token can be there
+        present = {char for char in "-_:." if char in text}
+        for anchor, search, rule in _CASED_SEARCHES:
+            if (not anchor or anchor in present) and search(text) is not None:
+                text = _apply_rule(rule, text, counts)
+    for rule in _CASELESS_RULES:
+        for trigger in rule.triggers:
+            if trigger in low:
+                text = _apply_rule(rule, text, counts, low if text is original else None)
+                break
+    if "://" in text:
+        text = _url_passwords(text, counts)
+    text = redact_assignments(text, counts, low if text is original else None)
+    if len(text) >= _BLOB_MIN and _may_hold_blob(text):
+        text = _base64_blobs(text, counts)
+    return text, counts
+
+
+def redact(text: str) -> str:
+    """``text`` with secrets replaced by ``[REDACTED:<kind>]`` (see :func:`redact_counts`)."""
+    return redact_counts(text)[0]
+
+
+class _HasText(Protocol):
+    text: str
+
+
+def redact_turns(turns: Iterable[_HasText]) -> Counter[str]:
+    """Redact each turn's ``text`` in place; returns the counts over all of them."""
+    total: Counter[str] = Counter()
+    for turn in turns:
+        turn.text, counts = redact_counts(turn.text)
+        total.update(counts)
+    return total

@@ -1,0 +1,285 @@
+"""Secret values in assignments: ``password=...``, ``"token": "..."``, ``--api-key ...``, ``.env``.
+
+Part of :mod:`obsmem.sources.redact`. Keys are found by a keyword search over the lowercased
+text (``pass``, ``pwd``, ``secret``, ``token``, ``credential``, ``api_key``, ...); each hit is
+grown to the whole identifier, the identifier is split into words (``DB_PASSWORD``, ``apiKey``,
+``PGPASSWORD``) and judged by its last secret word, then the value after the separator is taken
+and checked against placeholders. Every step does bounded work per hit, so the pass is linear.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+__all__ = ["ascii_lower", "is_placeholder", "label", "redact_assignments", "splice"]
+
+
+_IDENT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_MAX_KEY = 64  # an identifier longer than this is not a settings key
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def ascii_lower(text: str) -> str:
+    """``text`` lowercased with every position kept (positions in it are positions in ``text``)."""
+    low = text.lower()
+    if len(low) != len(text):  # a few non-ASCII letters change length when lowered
+        low = text.translate(_ASCII_LOWER)
+    return low
+
+
+def label(kind: str) -> str:
+    """The text that stands in for a secret of ``kind``."""
+    return f"[REDACTED:{kind}]"
+
+
+# --- Placeholders: values that only stand for a secret --------------------------------------
+_PLACEHOLDER_WORDS = frozenset(
+    {
+        "none", "null", "nil", "true", "false", "undefined", "yes", "no", "on", "off",
+        "required", "optional", "string", "str", "bytes", "int", "bool", "any", "object",
+        "redacted", "hidden", "masked", "secret", "password", "passwd", "pass", "token",
+        "api_key", "apikey", "key", "example", "placeholder", "dummy", "test", "todo", "tbd",
+        "self", "this", "value", "empty", "env", "default",
+    }
+)  # fmt: skip
+_MASK_CHARS = frozenset("*xX.•…-_?#")
+_PLACEHOLDER_PREFIXES = (
+    "your", "my_", "my-", "<", "os.environ", "os.getenv", "process.env", "env(", "env.",
+    "getenv", "import.meta.env", "secrets.", "vars.", "/", "~/", "./", "../",
+)  # fmt: skip
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
+
+
+def is_placeholder(value: str) -> bool:
+    """True when ``value`` names or masks a secret instead of being one."""
+    v = value.strip().strip("\"'`")
+    if not v:
+        return True
+    if v[0] in "$%<{[":
+        return True
+    if set(v) <= _MASK_CHARS:
+        return True
+    low = v.lower()
+    return low in _PLACEHOLDER_WORDS or low.startswith(_PLACEHOLDER_PREFIXES)
+
+
+def _is_code(value: str) -> bool:
+    """A bare value that is a code expression (call, index, attribute), not a literal."""
+    return "(" in value or "[" in value or _DOTTED.match(value) is not None
+
+
+# --- Assignments: password=..., "token": "...", --api-key ..., DB_PASSWORD=... ---------------
+# Words a secret-holding key contains; searched with str.find (far faster than a regex
+# alternation); "key" counts only behind one of _KEY_PAIRS' words.
+_KEYWORDS = ("pass", "pwd", "secret", "token", "credential")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_SPLIT = re.compile(r"[_.\-]+")
+_SUFFIX_KINDS = (
+    ("password", "password"),
+    ("passwd", "password"),
+    ("passphrase", "password"),
+    ("pwd", "password"),
+    ("apikey", "api-key"),
+    ("accesskey", "access-key"),
+    ("privatekey", "private-key"),
+    ("secretkey", "secret"),
+    ("authkey", "secret"),
+    ("secret", "secret"),
+    ("token", "token"),
+    ("credential", "credential"),
+    ("credentials", "credential"),
+)
+_KEY_PAIRS = {
+    "api": "api-key",
+    "access": "access-key",
+    "private": "private-key",
+    "secret": "secret",
+    "auth": "secret",
+    "signing": "secret",
+    "encryption": "secret",
+    "master": "secret",
+}
+#: Words that may follow the secret word in a key that still holds the secret itself
+#: (SECRET_KEY_BASE, PASSWORD_PLAIN); anything else (TOKEN_COUNT, PASSWORD_FILE) is not a secret.
+_TRAILING_OK = frozenset({"key", "base", "value", "str", "string", "b64", "base64", "raw", "plain"})
+
+
+def _key_kind(key: str, flag: bool) -> str | None:
+    """The kind of secret a settings key holds, or None when it holds none."""
+    parts = [p for p in _SPLIT.split(_CAMEL.sub(r"\1_\2", key).lower()) if p]
+    if not parts or (len(parts) == 1 and parts[0] in ("pwd", "oldpwd")):
+        return None  # $PWD is the working directory
+    for i in range(len(parts) - 1, -1, -1):
+        part = parts[i]
+        kind: str | None = None
+        if part == "key" and i > 0:
+            kind = next((k for p, k in _KEY_PAIRS.items() if parts[i - 1].endswith(p)), None)
+        elif part == "pass":
+            # "PASS: test_x" is test output; db_pass / --pass are passwords.
+            kind = "password" if flag or len(parts) > 1 else None
+        else:
+            kind = next((k for suffix, k in _SUFFIX_KINDS if part.endswith(suffix)), None)
+        if kind is not None:
+            return kind if all(p in _TRAILING_OK for p in parts[i + 1 :]) else None
+    return None
+
+
+_SEP_EQ = re.compile(r"[ \t]{0,10}(?:=>|:=|=(?!=))[ \t]{0,10}")
+_SEP_COLON = re.compile(r"[ \t]{0,10}:(?!:)[ \t]{0,10}")
+# ``password: str = "x"``: a type annotation between the key and its value.
+_TYPE = r"[A-Za-z_][\w.]{0,40}(?:\[[\w., |]{0,60}\])?"
+_SEP_ANNOTATED = re.compile(
+    rf"[ \t]{{0,10}}:[ \t]{{0,10}}{_TYPE}(?:[ \t]{{0,5}}\|[ \t]{{0,5}}{_TYPE}){{0,3}}"
+    r"[ \t]{0,10}=(?!=)[ \t]{0,10}"
+)
+_SEP_FLAG = re.compile(r"=|[ \t]{1,10}")
+_QUOTED = {
+    '"': re.compile(r'"((?:[^"\\\n]|\\.){1,1000})"'),
+    "'": re.compile(r"'([^'\n]{1,1000})'"),
+    "`": re.compile(r"`([^`\n]{1,1000})`"),
+}
+_ESCAPED_QUOTED = re.compile(r'\\"((?:[^"\\\n]|\\[^"\n]){1,1000})\\"')
+_BARE_EQ = re.compile(r"[^\s\"'`\\]{1,1000}")
+_BARE_QUERY = re.compile(r"[^\s\"'`\\&#]{1,1000}")
+_BARE_COLON = re.compile(r"[^\s,;}\]\"'`\\]{1,1000}")
+# What may follow a value that stands alone: end of line, a comment, or a closing bracket.
+_VALUE_END = re.compile(r"[ \t]*(?:$|[,;)}\]#\r\n]|//|\\[nr])", re.MULTILINE)
+
+
+_KEY_BEFORE = re.compile(r"(?:api|access|private|auth|signing|encryption|master)[_-]?\Z")
+
+
+def _keyword_hits(low: str) -> list[tuple[int, int]]:
+    """Where secret words occur in the lowercased text ``low``, in order."""
+    hits: list[tuple[int, int]] = []
+    for word in _KEYWORDS:
+        at = low.find(word)
+        while at != -1:
+            hits.append((at, at + len(word)))
+            at = low.find(word, at + len(word))
+    # "key" is common; it counts only right behind api / access / private / ...
+    at = low.find("key")
+    while at != -1:
+        before = _KEY_BEFORE.search(low, max(0, at - 11), at)
+        if before is not None:
+            hits.append((before.start(), at + 3))
+        at = low.find("key", at + 3)
+    hits.sort()
+    return hits
+
+
+def redact_assignments(text: str, counts: Counter[str], low: str | None = None) -> str:
+    """Replace the values of secret-named keys (code, YAML, JSON, .env, CLI flags, headers).
+
+    ``low`` is ``ascii_lower(text)`` when the caller has it already.
+    """
+    spans: list[tuple[int, int, str]] = []
+    done = 0
+    n = len(text)
+    for hit_start, hit_end in _keyword_hits(ascii_lower(text) if low is None else low):
+        if hit_start < done:
+            continue
+        start = hit_start
+        while start > 0 and text[start - 1] in _IDENT and hit_start - start < _MAX_KEY:
+            start -= 1
+        end = hit_end
+        while end < n and text[end] in _IDENT and end - hit_end < _MAX_KEY:
+            end += 1
+        while end > hit_end and text[end - 1] in ".-":
+            end -= 1  # "the password." ends a sentence, not a key
+        done = end
+        key = text[start:end]
+        core = key.lstrip("-")
+        flag = len(key) - len(core) >= 1 and (start == 0 or text[start - 1] in " \t\n'\"")
+        kind = _key_kind(core, flag)
+        if kind is None:
+            continue
+        found = _value_after(text, start, end, flag)
+        if found is None:
+            continue
+        vstart, vend, standalone = found
+        done = vend  # a value judged harmless is skipped whole too: keeps the pass linear
+        value = text[vstart:vend]
+        if (
+            not standalone
+            or value.startswith(("[REDACTED", "[dropped"))
+            or value.lower() == core.lower()
+            or is_placeholder(value)
+            or (text[vstart - 1] not in "\"'`" and _is_code(value))
+        ):
+            continue
+        spans.append((vstart, vend, kind))
+        counts[kind] += 1
+    return splice(text, spans)
+
+
+def _value_after(text: str, start: int, end: int, flag: bool) -> tuple[int, int, bool] | None:
+    """The value after the key ``text[start:end]``: its span, and whether it stands alone as a
+    value (False for the first word of prose or code that goes on), or None when none follows."""
+    pos = end
+    quote = text[start - 1] if start > 0 else ""
+    escaped = quote == '"' and start > 1 and text[start - 2] == "\\"
+    if escaped and text.startswith('\\"', pos):
+        pos += 2
+    elif quote in ("'", '"') and text.startswith(quote, pos):
+        pos += 1
+    colon = False
+    if flag:
+        sep = _SEP_FLAG.match(text, pos)
+    else:
+        sep = _SEP_EQ.match(text, pos) or _SEP_ANNOTATED.match(text, pos)
+        if sep is None:
+            sep = _SEP_COLON.match(text, pos)
+            colon = True
+    if sep is None:
+        return None
+    vpos = sep.end()
+    if vpos >= len(text):
+        return None
+    if text.startswith('\\"', vpos):
+        m = _ESCAPED_QUOTED.match(text, vpos)
+        return (m.start(1), m.end(1), True) if m else None
+    opener = text[vpos]
+    if opener in _QUOTED:
+        m = _QUOTED[opener].match(text, vpos)
+        return (m.start(1), m.end(1), True) if m else None
+    if colon:
+        m = _BARE_COLON.match(text, vpos)
+        if m is None:
+            return None
+        # Prose ("Password: the one I sent") has more words after it; a value stands alone.
+        alone = len(m.group()) >= 4 and _VALUE_END.match(text, m.end()) is not None
+        return m.start(), m.end(), alone
+    query = start > 0 and text[start - 1] in "?&"
+    m = (_BARE_QUERY if query else _BARE_EQ).match(text, vpos)
+    if m is None:
+        return None
+    vend = m.end()
+    while vend > vpos and text[vend - 1] in ",;:)}]":
+        vend -= 1
+    # Code writes "x = value" and a bare word there must end the statement: in
+    # "const token = await fetchToken()" the word after "=" is no secret. Env files and shells
+    # write "X=value", where anything goes.
+    alone = vend - vpos >= 2 and (
+        flag or sep.group() == "=" or _VALUE_END.match(text, vend) is not None
+    )
+    return vpos, max(vend, vpos), alone
+
+
+def splice(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """``text`` with each (start, end, kind) span replaced by its label (spans in order)."""
+    if not spans:
+        return text
+    parts: list[str] = []
+    cursor = 0
+    for start, end, kind in spans:
+        if start < cursor:
+            continue
+        parts.append(text[cursor:start])
+        parts.append(kind if kind.startswith("[") else label(kind))
+        cursor = end
+    parts.append(text[cursor:])
+    return "".join(parts)

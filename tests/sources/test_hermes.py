@@ -1,0 +1,436 @@
+"""The Hermes Agent reader: goldens, the behaviours formats.md asks for, incremental reads, garbage.
+
+Regenerate the golden files after an intended change with
+``OM_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/sources/test_hermes.py`` and read the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from obsmem.sources import hermes
+from obsmem.sources.model import ReadResult, Turn
+
+# Read at import: the autouse fixture in conftest.py clears every OM_* variable before a test.
+UPDATE_GOLDEN = os.environ.get("OM_UPDATE_GOLDEN") == "1"
+
+TESTS = Path(__file__).resolve().parents[1]
+FIXTURES = TESTS / "fixtures" / "transcripts"
+HERMES_FIXTURES = FIXTURES / "hermes"
+GOLDEN = TESTS / "fixtures" / "golden" / "hermes"
+SHARED = Path("/work/shared/fixtures/transcripts")
+FIXTURE_FILES = sorted(HERMES_FIXTURES.rglob("*.jsonl"))
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(HERMES_FIXTURES).as_posix()
+
+
+def _fixture(name: str) -> Path:
+    return next(path for path in FIXTURE_FILES if path.name.startswith(name))
+
+
+def _golden_data(path: Path) -> dict[str, Any]:
+    result = hermes.read(path, flush=True)  # a finished session is read to its end
+    turns = []
+    for turn in result.turns:
+        data = turn.to_dict()
+        data["source_path"] = Path(turn.source_path).relative_to(FIXTURES).as_posix()
+        turns.append(data)
+    return {
+        "end_line": result.end_line,
+        "skipped": dict(sorted(result.skipped.items())),
+        "turns": turns,
+    }
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_rel)
+def test_golden(path: Path) -> None:
+    golden = GOLDEN / (_rel(path).replace("/", "__") + ".json")
+    actual = _golden_data(path)
+    if UPDATE_GOLDEN:
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(json.dumps(actual, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert golden.exists(), f"no golden file {golden.name}: run with OM_UPDATE_GOLDEN=1"
+    assert actual == json.loads(golden.read_text(encoding="utf-8"))
+
+
+def test_every_golden_has_its_fixture() -> None:
+    names = {_rel(path).replace("/", "__") + ".json" for path in FIXTURE_FILES}
+    assert names == {path.name for path in GOLDEN.glob("*.json")}
+
+
+# --- building sessions by hand ---------------------------------------------------------------
+
+META = {
+    "role": "session_meta",
+    "tools": [{"type": "function"}] * 3,
+    "model": "m",
+    "platform": "cli",
+    "timestamp": "2026-04-01T10:00:00.000000",
+}
+
+
+def _write(path: Path, records: list[Any], *, tail: bytes = b"") -> Path:
+    lines = [r if isinstance(r, bytes) else json.dumps(r).encode() for r in records]
+    path.write_bytes(b"".join(line + b"\n" for line in lines) + tail)
+    return path
+
+
+def _call(call_id: str, name: str, **args: Any) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args)},
+    }
+
+
+def _pairs(result: ReadResult) -> list[tuple[str, str]]:
+    return [(t.role, t.text) for t in result.turns]
+
+
+# --- words -----------------------------------------------------------------------------------
+
+
+def test_sender_prefix_is_stripped_but_notes_are_kept(tmp_path: Path) -> None:
+    records = [
+        META,
+        {"role": "user", "content": "[Alice] deploy it"},
+        {"role": "user", "content": "[System note: the user is away] ping"},
+        {
+            "role": "user",
+            "content": "[a very long bracket that is surely not anybody's display name at all] x",
+        },
+        {"role": "user", "content": [{"type": "text", "text": "[Bob] see"}, {"type": "image_url"}]},
+    ]
+    result = hermes.read(_write(tmp_path / "s.jsonl", records))
+    assert [t.text for t in result.turns] == [
+        "deploy it",
+        "[System note: the user is away] ping",
+        "[a very long bracket that is surely not anybody's display name at all] x",
+        "see",
+    ]
+
+
+def test_reasoning_and_system_are_dropped(tmp_path: Path) -> None:
+    records = [
+        META,
+        {"role": "system", "content": "You are Hermes."},
+        {"role": "assistant", "content": "Done.", "reasoning": "SECRET-THOUGHT"},
+        {"role": "assistant", "content": "", "reasoning": "only thinking"},
+    ]
+    result = hermes.read(_write(tmp_path / "s.jsonl", records))
+    assert _pairs(result) == [("assistant", "Done.")]
+    assert result.skipped == {"system": 1, "empty message": 1}
+
+
+def test_context_summary_becomes_a_summary_turn(tmp_path: Path) -> None:
+    end = "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---"
+    records = [
+        META,
+        {
+            "role": "user",
+            "content": f"[CONTEXT COMPACTION — REFERENCE ONLY] notice\n\n## Goal\nShip v2\n\n{end}",
+        },
+        {"role": "assistant", "content": f"[CONTEXT SUMMARY]: Moved to Astro.\n{end}\n\nOn it."},
+        {"role": "user", "content": f"## Goal\nShip v2\n{end}\n\n[Sam] now deploy"},
+    ]
+    result = hermes.read(_write(tmp_path / "s.jsonl", records))
+    assert _pairs(result) == [
+        ("summary", "## Goal\nShip v2"),
+        ("summary", "Moved to Astro."),
+        ("assistant", "On it."),
+        ("summary", "## Goal\nShip v2"),
+        ("user", "now deploy"),
+    ]
+
+
+# --- tools -----------------------------------------------------------------------------------
+
+
+def test_each_tool_call_is_an_action_and_results_are_reduced(tmp_path: Path) -> None:
+    failing = {
+        "output": "Compiling\nerror[E0308]: mismatched types\n  --> src/main.rs:4:5\nmore\nmore",
+        "exit_code": 101,
+        "error": None,
+    }
+    records = [
+        META,
+        {
+            "role": "assistant",
+            "content": "Checking.",
+            "tool_calls": [
+                _call("c1", "terminal", command="cargo build"),
+                _call("c2", "read_file", path="src/main.rs"),
+                _call("c3", "search_files", pattern="fn main", path="src"),
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "name": "terminal", "content": json.dumps(failing)},
+        {
+            "role": "tool",
+            "tool_call_id": "c2",
+            "name": "read_file",
+            "content": json.dumps({"content": "1|fn main() {}"}),
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "c3",
+            "content": json.dumps({"error": "ripgrep not installed"}),
+        },
+        {"role": "assistant", "tool_calls": [_call("c4", "terminal", command="pytest")]},
+        {
+            "role": "tool",
+            "tool_call_id": "c4",
+            "content": json.dumps({"output": "== 3 passed in 0.2s ==", "exit_code": 0}),
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "c5",
+            "name": "delegate_task",
+            "content": json.dumps({"success": False, "message": "subagent timed out"}),
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "c6",
+            "name": "terminal",
+            "content": "Traceback (most recent call last):\nValueError: bad",
+        },
+        {"role": "tool", "tool_call_id": "c7", "name": "terminal", "content": "plain routine text"},
+    ]
+    result = hermes.read(_write(tmp_path / "s.jsonl", records))
+    assert _pairs(result) == [
+        ("assistant", "Checking."),
+        ("action", "terminal: cargo build"),
+        ("action", "read_file: src/main.rs"),
+        ("action", "search_files: fn main in src"),
+        ("outcome", "`cargo build` exited 101\nerror[E0308]: mismatched types"),
+        ("outcome", "search_files fn main in src failed: ripgrep not installed"),
+        ("action", "terminal: pytest"),
+        ("outcome", "`pytest`: 3 passed"),
+        ("outcome", "delegate_task failed: subagent timed out"),
+        ("outcome", "terminal failed: Traceback (most recent call last):\nValueError: bad"),
+    ]
+    assert result.skipped == {"routine tool output": 2}
+
+
+# --- session, time ---------------------------------------------------------------------------
+
+
+def test_session_and_time_fallbacks(tmp_path: Path) -> None:
+    old = {
+        "type": "session_meta",
+        "session_id": "20250101_000000_aaaaaa",
+        "timestamp": "2025-01-01T00:00:00",
+    }
+    records = [
+        old,
+        {"role": "user", "content": "a"},
+        {"role": "user", "content": "b", "timestamp": 1767225600},
+    ]
+    result = hermes.read(_write(tmp_path / "20250101_000000_bbbbbb.jsonl", records))
+    assert [(t.session, t.timestamp) for t in result.turns] == [
+        ("20250101_000000_aaaaaa", "2025-01-01T00:00:00Z"),
+        ("20250101_000000_aaaaaa", "2026-01-01T00:00:00Z"),
+    ]
+    bare = _write(tmp_path / "20250202_101010_cccccc.jsonl", [{"role": "user", "content": "c"}])
+    os.utime(bare, (1_700_000_000, 1_700_000_000))
+    (turn,) = hermes.read(bare).turns
+    assert (turn.session, turn.timestamp, turn.project) == (
+        "20250202_101010_cccccc",
+        "2023-11-14T22:13:20Z",
+        None,
+    )
+    with_cwd = _write(
+        tmp_path / "d.jsonl", [META | {"cwd": "/srv/app"}, {"role": "user", "content": "d"}]
+    )
+    assert hermes.read(with_cwd).turns[0].project == "app"
+
+
+def test_a_later_read_still_knows_the_session(tmp_path: Path) -> None:
+    path = _fixture("20250918")
+    first_two = sum(len(line) for line in path.read_bytes().splitlines(keepends=True)[:2])
+    result = hermes.read(path, start_offset=first_two, start_line=2)
+    assert result.turns[0].line_start == 3
+    assert {(t.session, t.timestamp) for t in result.turns} == {
+        ("20250918_201144_7d2e0f", "2025-09-18T20:11:44Z")
+    }
+
+
+# --- incremental reads -----------------------------------------------------------------------
+
+
+def _dicts(turns: list[Turn]) -> list[dict[str, Any]]:
+    return [t.to_dict() | {"bytes": (t.byte_start, t.byte_end)} for t in turns]
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_rel)
+def test_two_reads_give_the_turns_of_one(path: Path, tmp_path: Path) -> None:
+    copy = tmp_path / path.name
+    copy.write_bytes(path.read_bytes())
+    whole = _dicts(hermes.read(copy, flush=True).turns)
+    offset = 0
+    for raw in copy.read_bytes().splitlines(keepends=True):
+        offset += len(raw)
+        early = tmp_path / "early" / path.name
+        early.parent.mkdir(exist_ok=True)
+        early.write_bytes(copy.read_bytes()[:offset])
+        first = hermes.read(early)
+        for turn in first.turns:
+            turn.source_path = str(copy)
+        rest = hermes.read(
+            copy, start_offset=first.end_offset, start_line=first.end_line, flush=True
+        )
+        split = _dicts(first.turns + rest.turns)
+        # Identical, except that a result read apart from its call cannot quote the command.
+        assert [t for t in split if t["role"] != "outcome"] == [
+            t for t in whole if t["role"] != "outcome"
+        ]
+        assert [t["line_start"] for t in split if t["role"] == "outcome"] == [
+            t["line_start"] for t in whole if t["role"] == "outcome"
+        ]
+
+
+def test_incomplete_last_line_waits_for_its_newline(tmp_path: Path) -> None:
+    partial = json.dumps({"role": "assistant", "content": "half"}).encode()
+    path = _write(tmp_path / "s.jsonl", [META, {"role": "user", "content": "a"}], tail=partial)
+    result = hermes.read(path)
+    assert [t.text for t in result.turns] == ["a"]
+    assert (result.end_offset, result.end_line) == (path.stat().st_size - len(partial), 2)
+    assert [t.text for t in hermes.read(path, flush=True).turns] == ["a", "half"]
+    path.write_bytes(path.read_bytes() + b"\n")
+    later = hermes.read(path, start_offset=result.end_offset, start_line=result.end_line)
+    assert [(t.text, t.line_start) for t in later.turns] == [("half", 3)]
+
+
+# --- garbage ---------------------------------------------------------------------------------
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool", "system", "session_meta"]) | _JSON},
+    optional={
+        "content": _JSON | st.text(max_size=40),
+        "tool_calls": st.lists(
+            st.fixed_dictionaries({}, optional={"id": _JSON, "function": _JSON}), max_size=3
+        )
+        | _JSON,
+        "tool_call_id": st.sampled_from(["a", "b"]) | _JSON,
+        "name": _JSON,
+        "timestamp": _JSON,
+        "session_id": _JSON,
+        "type": _JSON,
+    },
+)
+_LINE = (
+    st.binary(max_size=60)
+    | _JSON.map(lambda v: json.dumps(v).encode())
+    | _MESSAGE.map(lambda v: json.dumps(v).encode())
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(lines=st.lists(_LINE, max_size=12), tail=st.binary(max_size=20), flush=st.booleans())
+def test_garbage_never_raises(tmp_path: Path, lines: list[bytes], tail: bytes, flush: bool) -> None:
+    data = b"\n".join(lines) + (b"\n" if lines else b"") + tail
+    path = tmp_path / "garbage.jsonl"
+    path.write_bytes(data)
+    result = hermes.read(path, flush=flush)
+    assert 0 <= result.end_offset <= len(data)
+    if not flush and result.end_offset:
+        assert data[result.end_offset - 1 : result.end_offset] == b"\n"
+    for turn in result.turns:
+        assert turn.role in ("user", "assistant", "action", "outcome", "summary")
+        assert turn.text == turn.text.strip() and turn.text
+
+
+def test_garbage_fixture_counts_every_bad_line() -> None:
+    result = hermes.read(_fixture("20260405"), flush=True)
+    assert result.skipped == {
+        "broken json": 3,
+        "not an object": 2,
+        "unknown role: critic": 1,
+        "no role": 1,
+        "system": 1,
+        "empty message": 1,
+    }
+    assert hermes.read(_fixture("20260405")).skipped["broken json"] == 2  # the last line waits
+
+
+# --- detection and discovery -----------------------------------------------------------------
+
+
+def _sniff(path: Path) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    for raw in path.read_bytes().split(b"\n"):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            records.append(value)
+        if len(records) == 8:
+            break
+    return records
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_rel)
+def test_detects_hermes_fixtures(path: Path) -> None:
+    assert hermes.detect(_sniff(path))
+
+
+def test_detects_plain_chat_messages() -> None:
+    assert hermes.detect(
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    )
+    assert not hermes.detect([])
+    assert not hermes.detect(
+        [{"role": "user", "content": "hi"}, {"type": "message", "role": "user"}]
+    )
+    assert not hermes.detect([{"type": "session_meta", "payload": {"id": "x"}}])  # Codex's
+
+
+OTHERS = sorted(
+    p
+    for folder in (SHARED / "claude-code", SHARED / "openclaw", FIXTURES / "codex")
+    for p in folder.rglob("*.jsonl")
+)
+
+
+@pytest.mark.parametrize("path", OTHERS, ids=lambda p: p.name)
+def test_does_not_claim_other_agents_files(path: Path) -> None:
+    assert not hermes.detect(_sniff(path))
+
+
+def test_find_files(tmp_path: Path) -> None:
+    home = tmp_path / "hermes"
+    (home / "sessions").mkdir(parents=True)
+    (home / "profiles" / "work" / "sessions").mkdir(parents=True)
+    (home / "profiles" / "empty").mkdir()
+    wanted = [
+        home / "sessions" / "20260412_091503_a41c9e.jsonl",
+        home / "profiles" / "work" / "sessions" / "20260101_080000_abcdef.jsonl",
+    ]
+    for path in wanted:
+        path.write_text("{}\n")
+    (home / "sessions" / "sessions.json").write_text("{}")
+    (home / "sessions" / "request_dump_x.json").write_text("{}")
+    (home / "sessions" / "old").mkdir()
+    assert hermes.find_files(home) == sorted(wanted)
+    assert hermes.find_files(tmp_path / "missing") == []
+    (tmp_path / "odd").mkdir()
+    (tmp_path / "odd" / "sessions").write_text("not a folder")
+    assert hermes.find_files(tmp_path / "odd") == []

@@ -1,0 +1,588 @@
+"""The OpenClaw reader: goldens, unwrapping, noise, tool summaries, incremental reads, garbage.
+
+Regenerate the golden files after an intended change with
+``OM_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/sources/test_openclaw.py`` and read the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from obsmem.sources import openclaw
+from obsmem.sources.jsonl import iter_records
+from obsmem.sources.openclaw_text import (
+    classify_user,
+    clean_assistant,
+    reduce_result,
+    summarise_call,
+    summarise_tests,
+    unwrap_user,
+)
+
+# Read at import: the autouse fixture in conftest.py clears every OM_* variable before a test.
+UPDATE_GOLDEN = os.environ.get("OM_UPDATE_GOLDEN") == "1"
+
+TESTS = Path(__file__).resolve().parents[1]
+FIXTURES = TESTS / "fixtures"
+TRANSCRIPTS = FIXTURES / "transcripts"
+OPENCLAW = TRANSCRIPTS / "openclaw"
+GOLDEN = FIXTURES / "golden" / "openclaw"
+SHARED = Path("/work/shared/fixtures/transcripts")
+FIXTURE_FILES = sorted(OPENCLAW.rglob("*.jsonl"))
+WRITTEN = OPENCLAW / "written" / "7b2f0c1e-4a8d-4c55-9f3e-2d61a8c4e901.jsonl"
+SMALL = OPENCLAW / "openclaw-session-md" / "session.jsonl"
+TRAJECTORY = OPENCLAW / "openclaw-session-md" / "trace.trajectory.jsonl"
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(OPENCLAW).as_posix()
+
+
+def _golden_data(path: Path) -> dict[str, Any]:
+    result = openclaw.read(path, flush=True)
+    turns = []
+    for turn in result.turns:
+        data = turn.to_dict()
+        data["source_path"] = Path(turn.source_path).relative_to(FIXTURES).as_posix()
+        turns.append(data)
+    return {
+        "end_line": result.end_line,
+        "skipped": dict(sorted(result.skipped.items())),
+        "turns": turns,
+    }
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_rel)
+def test_golden(path: Path) -> None:
+    golden = GOLDEN / (_rel(path).replace("/", "__") + ".json")
+    actual = _golden_data(path)
+    if UPDATE_GOLDEN:
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(json.dumps(actual, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert golden.exists(), f"no golden file {golden.name}: run with OM_UPDATE_GOLDEN=1"
+    assert actual == json.loads(golden.read_text(encoding="utf-8"))
+
+
+def test_every_golden_has_its_fixture() -> None:
+    names = {_rel(path).replace("/", "__") + ".json" for path in FIXTURE_FILES}
+    assert names == {path.name for path in GOLDEN.glob("*.json")}
+
+
+# --- what is kept and what is dropped ---------------------------------------------------------
+
+Writer = Callable[[list[dict[str, Any]]], Path]
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> Writer:
+    """Writes records as a session file in a fresh temporary directory."""
+    count = 0
+
+    def _write(records: list[dict[str, Any]]) -> Path:
+        nonlocal count
+        count += 1
+        path = tmp_path / f"session-{count}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        return path
+
+    return _write
+
+
+def _turns(path: Path = WRITTEN) -> list[tuple[str, str]]:
+    return [(turn.role, turn.text) for turn in openclaw.read(path).turns]
+
+
+def test_user_words_are_unwrapped() -> None:
+    users = [text for role, text in _turns() if role == "user"]
+    assert users == [
+        "The nightly import keeps failing on the tide tables. Can you run the tests and fix "
+        "whatever is broken? Use pytest, not unittest.",
+        "ok, thanks. Please remember I deploy tidepool on a Raspberry Pi 4, so keep the "
+        "dependencies pure-Python.",
+        "this is the error screen from the pi",
+    ]
+
+
+def test_noise_turns_are_dropped_and_counted() -> None:
+    result = openclaw.read(WRITTEN)
+    everything = "\n".join(turn.text for turn in result.turns)
+    for noise in ("HEARTBEAT", "[cron:", "Pre-compaction", "NO_REPLY", "dream", "df -h", "memory/"):
+        assert noise not in everything
+    assert result.skipped["heartbeat"] == 2  # the poll and the ack
+    assert result.skipped["in heartbeat"] == 4  # its two tool calls and their results
+    assert result.skipped["cron notice"] == 1
+    assert result.skipped["memory flush"] == 1
+    assert result.skipped["in memory flush"] == 2
+    assert result.skipped["silent reply"] == 1
+    assert result.skipped["memory run"] == 1
+    assert result.skipped["custom"] == 1
+
+
+def test_cron_job_work_is_kept() -> None:
+    turns = _turns()
+    at = turns.index(("action", "exec: python -m tidepool.importer --source jma"))
+    role, text = turns[at + 1]
+    assert role == "outcome"
+    assert text.startswith("exec: exit 1\n")
+    assert "ConnectionError" in text
+
+
+def test_actions_and_outcomes() -> None:
+    turns = _turns()
+    assert [text for role, text in turns if role == "action"] == [
+        "exec: python -m pytest -q",
+        "read: src/tidepool/tides.py",
+        "edit: src/tidepool/tides.py",
+        "exec: python -m pytest -q",
+        "exec: python -m tidepool.importer --source jma",
+    ]
+    outcomes = [text for role, text in turns if role == "outcome"]
+    assert outcomes[0].startswith("exec: exit 1, 1 failed, 41 passed\n")
+    assert "ValueError: invalid literal for int()" in outcomes[0]
+    assert "=====" not in outcomes[0]
+    assert outcomes[1] == "exec: 42 passed"
+    assert outcomes[-1].startswith("model error: 429")
+    assert openclaw.read(WRITTEN).skipped["routine tool result"] == 2  # the read and the edit
+
+
+def test_turn_provenance_and_times() -> None:
+    first = openclaw.read(WRITTEN).turns[0]
+    assert first.session == "7b2f0c1e-4a8d-4c55-9f3e-2d61a8c4e901"
+    assert first.agent == "openclaw"
+    assert first.project == "tidepool"
+    assert first.timestamp == "2026-03-08T13:02:12Z"  # from the message's millisecond time
+    assert (first.line_start, first.line_end) == (5, 5)
+    data = WRITTEN.read_bytes()
+    assert data[first.byte_start : first.byte_end].startswith(b'{"type":"message"')
+    assert data[first.byte_end - 1 : first.byte_end] == b"\n"
+
+
+def _message(role: str, content: Any, **more: Any) -> dict[str, Any]:
+    return {"type": "message", "id": "x", "message": {"role": role, "content": content, **more}}
+
+
+def test_heartbeat_alert_is_kept_but_its_checks_are_not(write: Writer) -> None:
+    poll = "Read HEARTBEAT.md if it exists (workspace context). If nothing needs attention, reply HEARTBEAT_OK."
+    records = [
+        _message("user", poll),
+        _message(
+            "assistant",
+            [{"type": "toolCall", "id": "c", "name": "exec", "arguments": {"command": "df -h"}}],
+        ),
+        _message(
+            "toolResult",
+            [{"type": "text", "text": "/dev/root 95%"}],
+            toolName="exec",
+            isError=False,
+        ),
+        _message("assistant", [{"type": "text", "text": "Disk on the pi is 95% full."}]),
+        _message("user", "thanks, I'll clean it"),
+        _message(
+            "assistant",
+            [
+                {
+                    "type": "toolCall",
+                    "id": "d",
+                    "name": "exec",
+                    "arguments": {"command": "du -sh /var"},
+                }
+            ],
+        ),
+    ]
+    turns = openclaw.read(write(records)).turns
+    assert [(t.role, t.text) for t in turns] == [
+        ("assistant", "Disk on the pi is 95% full."),
+        ("user", "thanks, I'll clean it"),
+        ("action", "exec: du -sh /var"),
+    ]
+
+
+def test_routine_results_are_skipped_without_losing_failures(write: Writer) -> None:
+    def result(details: dict[str, Any], text: str = "ok") -> dict[str, Any]:
+        return _message(
+            "toolResult",
+            [{"type": "text", "text": text}],
+            toolName="exec",
+            details=details,
+            isError=False,
+        )
+
+    records = [
+        result({"status": "completed", "exitCode": 0}),
+        result({"status": "completed", "exitCode": 2}, "make: *** [all] Error 2"),
+        result({"status": "completed", "exitCode": 0}, "5 passed"),
+    ]
+    path = write(records)
+    path.write_text(path.read_text().replace(": ", ":").replace(", ", ","))  # pi's compact form
+    result_ = openclaw.read(path)
+    assert [t.text for t in result_.turns] == [
+        "exec: exit 2\nmake: *** [all] Error 2",
+        "exec: 5 passed",
+    ]
+    assert result_.skipped["routine tool result"] == 1
+
+
+def test_thinking_is_skipped(write: Writer) -> None:
+    line = {
+        "type": "message",
+        "id": "a",
+        "parentId": None,
+        "timestamp": "2026-01-01T00:00:00Z",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "private musing"},
+                {"type": "text", "text": "Visible answer."},
+            ],
+        },
+    }
+    turns = openclaw.read(write([line])).turns
+    assert [(t.role, t.text) for t in turns] == [("assistant", "Visible answer.")]
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        (
+            'Conversation info (untrusted metadata):\n```json\n{"message_id": "x"}\n```\n'
+            "[message_id: x]\nHello",
+            "Hello",
+        ),
+        (
+            'Sender (untrusted metadata):\n```json\n{\n  "label": "A"\n}\n```\n\n'
+            "[Wed 2026-04-15 15:56 GMT+1] does the skill exist ?",
+            "does the skill exist ?",
+        ),
+        ("[Telegram Ann id:42 +5m 2026-03-08 22:03 GMT+9] ship it", "ship it"),
+        (
+            "Thread starter (untrusted, for context):\nsomeone said hi\nin two lines\n\nreply here",
+            "reply here",
+        ),
+        (
+            "Context:\n<relevant-memories>\n- likes tea\n</relevant-memories>\n\nwhat do I like?",
+            "what do I like?",
+        ),
+        ("System: [2026-03-08 22:44:51 GMT+9] Exec finished (code 0)\n\nnext step?", "next step?"),
+        (
+            "[WIP] keep the brackets of a plain message",
+            "[WIP] keep the brackets of a plain message",
+        ),
+        ("plain words stay", "plain words stay"),
+    ],
+)
+def test_unwrap_user(raw: str, words: str) -> None:
+    assert unwrap_user(raw) == words
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (
+            "Read HEARTBEAT.md if it exists (workspace context). Follow it strictly. "
+            "If nothing needs attention, reply HEARTBEAT_OK.",
+            "heartbeat",
+        ),
+        ("[cron:4f8d nightly] run the import", "cron notice"),
+        ("Pre-compaction memory flush. Store durable memories now.", "memory flush"),
+        ("Write a dream diary entry from these memory fragments:\n- x", "memory run"),
+        ("why does the bot keep saying HEARTBEAT_OK?", None),
+        ("the [cron] jobs fail, can you look?", None),
+        ("please flush the memory cache", None),
+    ],
+)
+def test_classify_user(text: str, reason: str | None) -> None:
+    assert classify_user(text) == reason
+
+
+def test_clean_assistant() -> None:
+    assert clean_assistant("NO_REPLY") == ("", "silent reply")
+    assert clean_assistant(" HEARTBEAT_OK ") == ("", "heartbeat")
+    assert clean_assistant("Disk is 95% full. HEARTBEAT_OK") == ("Disk is 95% full.", None)
+    assert clean_assistant("[[reply_to_current]] Done.") == ("Done.", None)
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "line"),
+    [
+        ("exec", {"command": "npm test"}, "exec: npm test"),
+        ("exec", {"command": "cat > a.py <<'EOF'\nprint(1)\nEOF"}, "exec: cat > a.py <<'EOF' …"),
+        ("write", {"path": "src/a.py", "content": "x" * 5000}, "write: src/a.py"),
+        ("edit", {"file_path": "b.py", "oldText": "a", "newText": "b"}, "edit: b.py"),
+        (
+            "browser",
+            {"action": "open", "targetUrl": "https://x.dev"},
+            "browser: open https://x.dev",
+        ),
+        ("web_search", {"query": "pi zero gpio"}, "web_search: pi zero gpio"),
+        (
+            "apply_patch",
+            {"input": "*** Begin Patch\n*** Update File: a.py\n@@\n*** Add File: b.py\n"},
+            "apply_patch: a.py, b.py",
+        ),
+        ("exec", '{"command": "ls"}', "exec: ls"),
+        ("mystery", {"level": 3}, 'mystery: {"level": 3}'),
+        ("session_status", {}, "session_status"),
+    ],
+)
+def test_summarise_call(name: str, arguments: Any, line: str) -> None:
+    assert summarise_call(name, arguments) == line
+
+
+def test_reduce_result() -> None:
+    routine = {"toolName": "read", "content": [{"type": "text", "text": "x = 1\n" * 500}]}
+    assert reduce_result(routine) is None
+    missing = {
+        "toolName": "read",
+        "content": [{"type": "text", "text": "ENOENT: no such file or directory, open 'a.py'"}],
+        "isError": True,
+    }
+    assert reduce_result(missing) == "read failed\nENOENT: no such file or directory, open 'a.py'"
+    jest = {
+        "toolName": "exec",
+        "content": [{"type": "text", "text": "Tests: 1 failed, 41 passed, 42 total"}],
+        "details": {"exitCode": 1},
+    }
+    assert reduce_result(jest) == "exec: exit 1, 1 failed, 41 passed"
+    huge = {"toolName": "exec", "content": "error: boom\n" * 10_000, "details": {"exitCode": 2}}
+    assert len(reduce_result(huge) or "") < 2000
+
+
+def test_summarise_tests() -> None:
+    assert summarise_tests("==== 3 failed, 120 passed, 2 skipped in 4.1s ====") == (
+        "3 failed, 120 passed, 2 skipped"
+    )
+    assert summarise_tests("  41 passing (2s)\n  1 failing") == "1 failed"
+    assert summarise_tests("all good") == ""
+
+
+def test_summaries_are_kept(write: Writer) -> None:
+    lines = [
+        {"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00Z"},
+        {"type": "compaction", "id": "c", "parentId": None, "summary": "Earlier: set up CI."},
+        {
+            "type": "branch_summary",
+            "id": "b",
+            "parentId": "c",
+            "fromId": "x",
+            "summary": "Tried Y.",
+        },
+    ]
+    turns = openclaw.read(write(lines)).turns
+    assert [(t.role, t.text, t.timestamp) for t in turns] == [
+        ("summary", "Earlier: set up CI.", "2026-01-01T00:00:00Z"),
+        ("summary", "Tried Y.", "2026-01-01T00:00:00Z"),
+    ]
+
+
+def test_timestamps_fall_back_to_session_then_file(write: Writer) -> None:
+    message = {"type": "message", "id": "u", "message": {"role": "user", "content": "hi"}}
+    with_header = write([{"type": "session", "version": 3, "id": "s", "timestamp": 0}, message])
+    os.utime(with_header, (1_767_225_600, 1_767_225_600))
+    without = write([message])
+    os.utime(without, (1_767_225_600, 1_767_225_600))
+    assert openclaw.read(with_header).turns[0].timestamp == "1970-01-01T00:00:00Z"
+    assert openclaw.read(without).turns[0].timestamp == "2026-01-01T00:00:00Z"
+    assert openclaw.read(without).turns[0].session == without.stem
+
+
+# --- incremental reading ------------------------------------------------------------------------
+
+
+def _line_ends(path: Path) -> list[int]:
+    data = path.read_bytes()
+    return [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
+
+
+def test_two_step_reads_equal_one_read(tmp_path: Path) -> None:
+    data = WRITTEN.read_bytes()
+    growing = tmp_path / WRITTEN.name
+    growing.write_bytes(data)
+    whole = [turn.to_dict() for turn in openclaw.read(growing).turns]
+    for number, offset in enumerate(_line_ends(WRITTEN)[:-1], start=1):
+        growing.write_bytes(data[:offset])  # the file as it was when the first read ran
+        first = openclaw.read(growing)
+        assert (first.end_offset, first.end_line) == (offset, number)
+        growing.write_bytes(data)
+        rest = openclaw.read(growing, start_offset=offset, start_line=number)
+        # Header facts (session, project) and the noise run in force carry over the boundary.
+        both = [t.to_dict() for t in first.turns + rest.turns]
+        assert both == whole, f"split after line {number}"
+
+
+def test_incomplete_last_line_waits_for_its_newline(tmp_path: Path) -> None:
+    data = SMALL.read_bytes()
+    cut = data.rindex(b"\n", 0, len(data) - 1) + 1  # start of the last line
+    partial = tmp_path / "s.jsonl"
+    partial.write_bytes(data[: cut + 40])
+    result = openclaw.read(partial)
+    assert result.end_offset == cut
+    assert [t.role for t in result.turns] == ["user"]
+    flushed = openclaw.read(partial, flush=True)
+    assert flushed.end_offset == cut + 40
+    assert flushed.skipped["broken json"] == 1
+    partial.write_bytes(data)
+    later = openclaw.read(partial, start_offset=result.end_offset, start_line=result.end_line)
+    assert [t.text for t in later.turns] == ["read: README.md"]
+    assert later.turns[0].session == "abc123"
+
+
+# --- garbage -----------------------------------------------------------------------------------
+
+_FIXTURE_CHECK = HealthCheck.function_scoped_fixture  # tmp_path is shared by examples: fine here
+_RECORD = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "message",
+                    "role",
+                    "content",
+                    "text",
+                    "toolName",
+                    "details",
+                    "isError",
+                    "id",
+                ]
+            ),
+            children,
+            max_size=5,
+        )
+    ),
+    max_leaves=12,
+)
+_MESSAGE = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(["message", "session", "compaction", "custom", "x"]),
+        "message": st.fixed_dictionaries(
+            {
+                "role": st.sampled_from(["user", "assistant", "toolResult", "bashExecution", 3]),
+                "content": _RECORD,
+                "details": _RECORD,
+                "timestamp": st.integers() | st.text(max_size=30) | st.none(),
+            }
+        ),
+        "summary": _RECORD,
+    }
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.binary(max_size=120), max_size=12), st.booleans())
+def test_random_bytes_never_raise(tmp_path: Path, lines: list[bytes], flush: bool) -> None:
+    path = tmp_path / "garbage.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    result = openclaw.read(path, flush=flush)
+    data = path.read_bytes()
+    assert result.end_offset <= len(data)
+    if result.end_offset and not (flush and result.end_offset == len(data)):
+        assert data[result.end_offset - 1 : result.end_offset] == b"\n"
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(_MESSAGE | _RECORD, max_size=10), st.integers(min_value=0, max_value=9))
+def test_random_records_never_raise(tmp_path: Path, records: list[Any], split: int) -> None:
+    path = tmp_path / "random.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    whole = openclaw.read(path)
+    assert whole.end_line == len(records)
+    assert all(turn.text == turn.text.strip() and turn.text for turn in whole.turns)
+    ends = [0, *_line_ends(path)]
+    at = min(split, len(ends) - 1)
+    openclaw.read(path, start_offset=ends[at], start_line=at)
+
+
+def test_bad_lines_are_counted(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(
+        b'{"type":"session","version":3,"id":"s"}\n'
+        b"not json\n[1, 2]\n\xff\xfe\x00garbage\n"
+        b'{"type":"message","message":"oops"}\n'
+        b'{"type":"weird_new_entry","id":"w"}\n'
+        b'{"type":"message","message":{"role":"narrator","content":"x"}}\n'
+        + b'{"type":"message","pad":"'
+        + b"x" * (17 * 1024 * 1024)
+        + b'"}\n{"type":"message","message":{"role":"user","content":"still read"}}\n'
+    )
+    result = openclaw.read(path)
+    assert [t.text for t in result.turns] == ["still read"]
+    assert result.skipped["broken json"] == 2
+    assert result.skipped["not an object"] == 1
+    assert result.skipped["message without body"] == 1
+    assert result.skipped["unknown type: weird_new_entry"] == 1
+    assert result.skipped["unknown role: narrator"] == 1
+    assert result.skipped["line too long"] == 1
+
+
+def test_trajectory_file_reads_without_turns() -> None:
+    result = openclaw.read(TRAJECTORY)
+    assert result.turns == []
+    assert result.end_line == 3
+
+
+# --- detection and discovery ------------------------------------------------------------------
+
+
+def _first_records(path: Path, count: int = 5) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    for _line, record, _problem in iter_records(path, flush=True):
+        if record is not None:
+            records.append(record)
+        if len(records) == count:
+            break
+    return records
+
+
+def _other_agents_files() -> list[Path]:
+    files: list[Path] = []
+    for root in (TRANSCRIPTS, SHARED):
+        if root.is_dir():
+            files += [p for p in root.rglob("*.json*") if "openclaw" not in p.parts]
+    return sorted(files)
+
+
+@pytest.mark.parametrize("path", [SMALL, WRITTEN], ids=lambda p: p.name)
+def test_detect_claims_openclaw_sessions(path: Path) -> None:
+    assert openclaw.detect(_first_records(path))
+
+
+def test_detect_refuses_trajectories_and_other_agents() -> None:
+    assert not openclaw.detect(_first_records(TRAJECTORY))
+    others = _other_agents_files()
+    assert len(others) >= 10
+    claimed = [p for p in others if openclaw.detect(_first_records(p))]
+    assert claimed == []
+
+
+def test_find_files(tmp_path: Path) -> None:
+    home = tmp_path / ".openclaw"
+    sessions = home / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / "b.jsonl").write_text("{}\n")
+    (sessions / "a.jsonl").write_text("{}\n")
+    (sessions / "a.trajectory.jsonl").write_text("{}\n")
+    (sessions / "sessions.json").write_text("{}")
+    (sessions / "old.jsonl.reset.2026-03-01").write_text("{}\n")
+    (home / "agents" / "coder" / "sessions").mkdir(parents=True)
+    (home / "agents" / "coder" / "sessions" / "c.jsonl").write_text("{}\n")
+    (home / "agents" / "stray-file").write_text("x")
+    assert openclaw.find_files(home) == [
+        home / "agents" / "coder" / "sessions" / "c.jsonl",
+        sessions / "a.jsonl",
+        sessions / "b.jsonl",
+    ]
+    assert openclaw.find_files(tmp_path / "missing") == []
