@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -39,7 +40,9 @@ class StatusReport:
         return dict(self.__dict__)
 
 
-def collect_status(store: MemoryStore, settings: Settings) -> StatusReport:
+def collect_status(
+    store: MemoryStore, settings: Settings, environ: Mapping[str, str] | None = None
+) -> StatusReport:
     """Read the memory directory and index (without writing anything) and summarise them."""
     files: dict[str, dict[str, Any]] = {}
     for path in store.memory_files():
@@ -65,13 +68,13 @@ def collect_status(store: MemoryStore, settings: Settings) -> StatusReport:
             "model": model,
         },
         integrations=[],
-        sources=_sources(store),
+        sources=_sources(store, environ),
         usage=usage_totals(store.usage_path, date.today()),
     )
 
 
-def _sources(store: MemoryStore) -> list[dict[str, Any]]:
+def _sources(store: MemoryStore, environ: Mapping[str, str] | None) -> list[dict[str, Any]]:
     from obsmem.sources.select import open_state, source_status
 
     with open_state(store) as state:
-        return [s.to_dict() for s in source_status(state)]
+        return [s.to_dict() for s in source_status(state, environ)]

@@ -122,7 +122,7 @@ def demo(ctx: click.Context, home: Path | None, keep: bool) -> None:
         report = run_observe(store, settings, environ=demo_run.environ, flush=True, provider=None)
         click.echo(render.observe_report(report))
         click.echo(render.banner("om status"))
-        click.echo(render.status(collect_status(store, settings)))
+        click.echo(render.status(collect_status(store, settings, demo_run.environ)))
         click.echo(render.banner("observations.md"))
         click.echo(store.observations_path.read_text(encoding="utf-8").rstrip())
         for query in SAMPLE_QUERIES:

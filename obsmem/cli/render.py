@@ -80,6 +80,26 @@ def status(report: StatusReport) -> str:
         else f"{prov['effective']} ({prov['setting']})"
     )
     lines.append(f"llm provider      {shown}, model {prov['model']}")
+    usage = report.usage
+    if usage.get("month", {}).get("calls"):
+        today, month = usage["today"], usage["month"]
+        lines.append(
+            f"llm usage         today {today['in'] + today['out']} tokens "
+            f"({today['calls']} calls), this month {month['in'] + month['out']} tokens "
+            f"({month['calls']} calls)"
+        )
+    for source in report.sources:
+        if not source["files"]:
+            continue
+        pending = (
+            f", {source['pending_bytes']} bytes pending in {source['pending_files']} file(s)"
+            if source["pending_files"]
+            else ", nothing pending"
+        )
+        last = f", last turn read {source['last_turn_at']}" if source["last_turn_at"] else ""
+        lines.append(f"source {source['agent']:<10} {source['files']} transcript(s){pending}{last}")
+    if not any(s["files"] for s in report.sources):
+        lines.append("sources           no agent transcripts found")
     lines.append("integrations      " + (", ".join(report.integrations) or "none installed"))
     return "\n".join(lines)
 

@@ -41,8 +41,15 @@ __all__ = ["AGENT", "detect", "find_files", "read"]
 AGENT = "openclaw"
 
 _MESSAGE_ROLES = frozenset(
-    {"user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary"}
-    | {"compactionSummary"}
+    {
+        "user",
+        "assistant",
+        "toolResult",
+        "bashExecution",
+        "custom",
+        "branchSummary",
+        "compactionSummary",
+    }
 )
 _BOOKKEEPING = frozenset(
     {"model_change", "thinking_level_change", "custom", "custom_message", "label", "session_info"}
@@ -145,7 +152,7 @@ def read(
             if line.too_long:
                 skipped["line too long"] += 1
                 continue
-            if not line.data.strip():
+            if not line.data or line.data.isspace():
                 continue
             if line.data.startswith(_CUSTOM_PREFIX):
                 skipped["custom"] += 1  # extension state, can be large: not worth decoding
@@ -244,7 +251,8 @@ def _message(message: dict[str, Any], record: dict[str, Any], line: Line, s: _Se
     elif role == "bashExecution":  # the user ran "!command" in pi's terminal
         s.run = None
         command = message.get("command")
-        s.add("action", summarise_call("bash", {"command": command}), line, stamp)
+        if isinstance(command, str):
+            s.add("action", summarise_call("bash", {"command": command}), line, stamp)
         outcome = reduce_result(
             {
                 "toolName": "bash",

@@ -45,10 +45,11 @@ _DROP_LINE = re.compile(
     r"|\[\[(?:reply_to_current|reply_to:[^\]\n]*|audio_as_voice)\]\])$"
 )
 # Blocks injected by memory plugins: recall results the model sees, not the user's words.
-_INJECTED_BLOCKS = (
-    ("<relevant-memories>", "</relevant-memories>"),
-    ("<active_memory_plugin>", "</active_memory_plugin>"),
-)
+_INJECTED_BLOCKS = {
+    "<relevant-memories>": "</relevant-memories>",
+    "<active_memory_plugin>": "</active_memory_plugin>",
+}
+_DROP_FIRST = frozenset("[STUC")  # the first characters _DROP_LINE can match
 _ENVELOPE = re.compile(r"\[([^\]\n]{1,200})\][ \t]*")
 _ENVELOPE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 _CHANNELS = (
@@ -71,10 +72,11 @@ def unwrap_user(text: str) -> str:
     i = 0
     while i < len(lines):
         stripped = lines[i].strip()
-        if _META_HEADER.match(stripped):
+        # Cheap character tests first: most lines are words, and regexes per line add up.
+        if stripped.endswith("):") and _META_HEADER.match(stripped):
             i = _skip_block(lines, i + 1)
             continue
-        closing = next((end for start, end in _INJECTED_BLOCKS if stripped == start), None)
+        closing = _INJECTED_BLOCKS.get(stripped) if stripped[:1] == "<" else None
         if closing is not None:
             while i < len(lines) and lines[i].strip() != closing:
                 i += 1
@@ -82,7 +84,7 @@ def unwrap_user(text: str) -> str:
                 kept.pop()
             i += 1
             continue
-        if not _DROP_LINE.match(stripped):
+        if stripped[:1] not in _DROP_FIRST or not _DROP_LINE.match(stripped):
             kept.append(lines[i])
         i += 1
     return _strip_envelope("\n".join(kept).strip()).strip()
@@ -237,6 +239,9 @@ _COUNT = re.compile(
     r"(\d+) (passed|failed|passing|failing|errors?|skipped|xfailed|xpassed|pending|todo)\b"
 )
 _COUNT_WORD = {"passing": "passed", "failing": "failed"}
+_COUNT_ONLY = re.compile(
+    r"^\s*\d+ (?:passed|failed|passing|failing|pending|skipped)(?:\s*\([^)\n]*\))?\s*$"
+)
 _EXIT_TEXT = re.compile(r"(?:Command|Process) exited with code (-?\d+)")
 _ERROR_LINE = re.compile(
     r"\b(?:\w*error|\w*exception|fatal|denied|refused|failed|failure|not found|no such"
@@ -250,15 +255,25 @@ _MAX_OUTCOME = 1000
 
 
 def summarise_tests(text: str) -> str:
-    """``"41 passed, 1 failed"`` from the last test-summary line of ``text``, else ``""``."""
+    """``"41 passed, 1 failed"`` from the last test summary in ``text``, else ``""``.
+
+    The summary is the last line with a pass/fail count (pytest, jest, cargo: one line), joined
+    with the count-only lines right above it (mocha prints "41 passing" and "1 failing" apart).
+    """
     if "pass" not in text and "fail" not in text:
         return ""
-    for line in reversed(text.splitlines()[-200:]):  # summaries come last
-        if _COUNT_LINE.search(line):
-            seen: dict[str, str] = {}
-            for number, word in _COUNT.findall(line):
-                seen.setdefault(_COUNT_WORD.get(word, word), number)
-            return ", ".join(f"{number} {word}" for word, number in seen.items())
+    lines = text.splitlines()[-200:]  # summaries come last
+    for i in range(len(lines) - 1, -1, -1):
+        if not _COUNT_LINE.search(lines[i]):
+            continue
+        start = i
+        if _COUNT_ONLY.match(lines[i]):
+            while start > max(0, i - 4) and _COUNT_ONLY.match(lines[start - 1]):
+                start -= 1
+        seen: dict[str, str] = {}
+        for number, word in _COUNT.findall("\n".join(lines[start : i + 1])):
+            seen.setdefault(_COUNT_WORD.get(word, word), number)
+        return ", ".join(f"{number} {word}" for word, number in seen.items())
     return ""
 
 

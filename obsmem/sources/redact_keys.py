@@ -75,8 +75,9 @@ def _is_code(value: str) -> bool:
 # Words a secret-holding key contains; searched with str.find (far faster than a regex
 # alternation); "key" counts only behind one of _KEY_PAIRS' words.
 _KEYWORDS = ("pass", "pwd", "secret", "token", "credential")
+_KEY_BEFORE = re.compile(r"(?:api|access|private|auth|signing|encryption|master)[ _-]?\Z")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
-_SPLIT = re.compile(r"[_.\-]+")
+_SPLIT = re.compile(r"[_.\- ]+")
 _SUFFIX_KINDS = (
     ("password", "password"),
     ("passwd", "password"),
@@ -129,6 +130,11 @@ def _key_kind(key: str, flag: bool) -> str | None:
 
 _SEP_EQ = re.compile(r"[ \t]{0,10}(?:=>|:=|=(?!=))[ \t]{0,10}")
 _SEP_COLON = re.compile(r"[ \t]{0,10}:(?!:)[ \t]{0,10}")
+# "the staging password is hunter2-Xy9!": said in a sentence.
+_SEP_PROSE = re.compile(
+    r"[ \t]{1,3}(?:is|was|is now|will be|should be|set to)[ \t]{1,3}[`'\"]?", re.IGNORECASE
+)
+_BARE_PROSE = re.compile(r"[^\s`'\"]{6,200}")
 # ``password: str = "x"``: a type annotation between the key and its value.
 _TYPE = r"[A-Za-z_][\w.]{0,40}(?:\[[\w., |]{0,60}\])?"
 _SEP_ANNOTATED = re.compile(
@@ -147,9 +153,6 @@ _BARE_QUERY = re.compile(r"[^\s\"'`\\&#]{1,1000}")
 _BARE_COLON = re.compile(r"[^\s,;}\]\"'`\\]{1,1000}")
 # What may follow a value that stands alone: end of line, a comment, or a closing bracket.
 _VALUE_END = re.compile(r"[ \t]*(?:$|[,;)}\]#\r\n]|//|\\[nr])", re.MULTILINE)
-
-
-_KEY_BEFORE = re.compile(r"(?:api|access|private|auth|signing|encryption|master)[_-]?\Z")
 
 
 def _keyword_hits(low: str) -> list[tuple[int, int]]:
@@ -234,6 +237,8 @@ def _value_after(text: str, start: int, end: int, flag: bool) -> tuple[int, int,
         if sep is None:
             sep = _SEP_COLON.match(text, pos)
             colon = True
+        if sep is None:
+            return _value_in_prose(text, pos)
     if sep is None:
         return None
     vpos = sep.end()
@@ -267,6 +272,28 @@ def _value_after(text: str, start: int, end: int, flag: bool) -> tuple[int, int,
         flag or sep.group() == "=" or _VALUE_END.match(text, vend) is not None
     )
     return vpos, max(vend, vpos), alone
+
+
+def _value_in_prose(text: str, pos: int) -> tuple[int, int, bool] | None:
+    """``password is <value>`` in a sentence: taken only when the word looks made up (letters
+    and digits mixed), so "the token is expired" or "the password is in 1Password" stay."""
+    sep = _SEP_PROSE.match(text, pos)
+    if sep is None:
+        return None
+    m = _BARE_PROSE.match(text, sep.end())
+    if m is None:
+        return None
+    vend = m.end()
+    while vend > m.start() and text[vend - 1] in ".,;:)]}":  # "!" may be the password's own
+        vend -= 1
+    value = text[m.start() : vend]
+    made_up = (
+        len(value) >= 6
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+        and "/" not in value
+    )
+    return m.start(), vend, made_up
 
 
 def splice(text: str, spans: list[tuple[int, int, str]]) -> str:

@@ -9,7 +9,8 @@ turns by role when present: ``User:`` / ``Assistant:`` / ``Human:`` / ``AI:`` (a
 
 Incremental like the JSONL readers: complete lines only, byte offsets, and when a read starts
 mid-file the speaker in force there is found by looking back for the last marker line.
-Timestamps: the marker line's leading ISO date/time, else the file's modification time.
+Timestamps: the marker line's leading ISO date/time (on a heading, one anywhere on it), else the
+file's modification time. The session id is the file's stem; no project is known.
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ def _message(role: str, content: Any, **more: Any) -> dict[str, Any]:
 
 
 def test_heartbeat_alert_is_kept_but_its_checks_are_not(write: Writer) -> None:
-    poll = "Read HEARTBEAT.md if it exists (workspace context). If nothing needs attention, reply HEARTBEAT_OK."
+    poll = "Read HEARTBEAT.md if it exists. If nothing needs attention, reply HEARTBEAT_OK."
     records = [
         _message("user", poll),
         _message(
@@ -220,8 +220,9 @@ def test_routine_results_are_skipped_without_losing_failures(write: Writer) -> N
         result({"status": "completed", "exitCode": 2}, "make: *** [all] Error 2"),
         result({"status": "completed", "exitCode": 0}, "5 passed"),
     ]
-    path = write(records)
-    path.write_text(path.read_text().replace(": ", ":").replace(", ", ","))  # pi's compact form
+    path = write([])
+    compact = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+    path.write_text(compact, encoding="utf-8")  # pi's compact form, which the fast path reads
     result_ = openclaw.read(path)
     assert [t.text for t in result_.turns] == [
         "exec: exit 2\nmake: *** [all] Error 2",
@@ -359,7 +360,11 @@ def test_summarise_tests() -> None:
     assert summarise_tests("==== 3 failed, 120 passed, 2 skipped in 4.1s ====") == (
         "3 failed, 120 passed, 2 skipped"
     )
-    assert summarise_tests("  41 passing (2s)\n  1 failing") == "1 failed"
+    assert summarise_tests("  41 passing (2s)\n  2 pending\n  1 failing\n\n  1) x") == (
+        "41 passed, 2 pending, 1 failed"
+    )
+    jest = "Test Suites: 1 failed, 3 passed, 4 total\nTests: 1 failed, 41 passed, 42 total\n"
+    assert summarise_tests(jest) == "1 failed, 41 passed"
     assert summarise_tests("all good") == ""
 
 

@@ -176,6 +176,8 @@ POSITIVES = [
     _case("password", PASSWORD, 'smtp_pass: "{s}"'),
     _case("password", PASSWORD, '{\\"password\\": \\"{s}\\"}'),
     _case("password", PASSWORD, "password: str = '{s}'"),
+    _case("password", "hunter2-staging-Xy9!", "the staging password is {s} and keep it out"),
+    _case("api-key", SECRET, "My API key is {s}, please rotate it tomorrow."),
     _case("secret", SECRET, 'client_secret: "{s}"'),
     _case("secret", SECRET, "SECRET_KEY_BASE={s}"),
     _case("secret", SECRET, "JWT_SECRET={s}"),
@@ -223,6 +225,8 @@ NEGATIVES = [
     ("password", 'password = os.environ["DB_PASSWORD"]'),
     ("password", "docker login --password-stdin < token.txt"),
     ("secret", "secret: true\nthe secret sauce is caching"),
+    ("password", "the password is in 1Password and the token is expired"),
+    ("api-key", "The api key is stored in config/keys.yaml since v2"),
     ("token", "max_tokens=4096\nTOKEN_COUNT=12\nconst token = await getToken(user);"),
     ("token", "token=${GITHUB_TOKEN} password=**** secret=xxxxxxxx"),
     ("api-key", "self.api_key = api_key\napi_key=<your-api-key>"),
@@ -351,7 +355,8 @@ def test_random_text_never_raises(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "fragment", ["a=", "-", "=", "sk-", "password=", "token = ", "://a:", "api_key", "eyJ."]
+    "fragment",
+    ["a=", "-", "=", "sk-", "password=", "token = ", "://a:", "api_key", "eyJ.", "api key is a1 "],
 )
 def test_one_megabyte_of_repetitions_finishes(fragment: str) -> None:
     text = (fragment * (1_000_000 // len(fragment) + 1))[:1_000_000]

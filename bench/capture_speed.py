@@ -1,0 +1,128 @@
+"""Capture speed: transcript parsing throughput, and the rescan of unchanged transcripts.
+
+Usage: python bench/capture_speed.py [--mb 100] [--files 1000] [--json]
+
+1. Parsing: for each agent, its test fixtures repeated into one large JSONL file (about ``--mb``
+   megabytes), read in full by the agent's reader; figure in MB/s (target: over 50).
+2. Rescan: ``--files`` Claude Code transcripts whose cursors are all at the end; one ``scan`` of
+   them, the work ``om observe`` does when nothing changed (target: under 0.3 s for 1,000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from obsmem.sources.capture import CaptureRun, scan
+from obsmem.sources.registry import reader_for
+from obsmem.sources.state import CaptureState
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
+GROUPS = {
+    "claude": ["claude-code"],
+    "codex": ["codex"],
+    "hermes": ["hermes"],
+    "openclaw": ["openclaw"],
+}
+
+
+def _sample(agent: str) -> bytes:
+    parts = []
+    for group in GROUPS[agent]:
+        for path in sorted((FIXTURES / group).rglob("*.jsonl")):
+            data = path.read_bytes()
+            if agent == "openclaw" and b'"type":"session"' not in data[:200].replace(b" ", b""):
+                continue  # the trajectory trace is another kind of file
+            parts.append(data if data.endswith(b"\n") else data + b"\n")
+    return b"".join(parts)
+
+
+def parsing(mb: int, workdir: Path) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for agent in GROUPS:
+        sample = _sample(agent)
+        if not sample:
+            continue
+        path = workdir / f"{agent}.jsonl"
+        with path.open("wb") as handle:
+            size = 0
+            while size < mb * 1024 * 1024:
+                handle.write(sample)
+                size += len(sample)
+        reader = reader_for(agent)
+        runs = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            result = reader.read(path, flush=True)
+            runs.append(time.perf_counter() - t0)
+        best = min(runs)
+        out[agent] = {
+            "mb": round(size / 1e6, 1),
+            "seconds": round(best, 3),
+            "mb_per_s": round(size / 1e6 / best, 1),
+            "turns": len(result.turns),
+        }
+        path.unlink()
+    return out
+
+
+def rescan(files: int, workdir: Path) -> dict[str, float]:
+    home = workdir / "claude"
+    project = home / "projects" / "-home-dev-bench"
+    project.mkdir(parents=True)
+    source = FIXTURES / "claude-code" / "claude-code-transcripts" / "sample_session.jsonl"
+    for n in range(files):
+        shutil.copyfile(source, project / f"{n:08d}-0000-0000-0000-000000000000.jsonl")
+    env = {"CLAUDE_CONFIG_DIR": str(home)}
+    with CaptureState(workdir / "state.sqlite3") as state:
+        first = scan(state, ["claude"], environ=env, flush=True)
+        with CaptureRun(state) as run:
+            for pending in first.pending:
+                claimed = run.claim(pending, flush=True)
+                assert claimed is not None
+                result = reader_for("claude").read(claimed.path, flush=True)
+                run.finish(claimed, result)
+        times = []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            again = scan(state, ["claude"], environ=env)
+            times.append(time.perf_counter() - t0)
+            assert not again.pending and again.unchanged == files
+    return {
+        "files": files,
+        "median_s": round(statistics.median(times), 4),
+        "max_s": round(max(times), 4),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=100)
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="om-bench-") as tmp:
+        result = {"parsing": parsing(args.mb, Path(tmp)), "rescan": rescan(args.files, Path(tmp))}
+    if args.json:
+        print(json.dumps(result))
+        return
+    for agent, figures in result["parsing"].items():
+        print(
+            f"parse {agent:9} {figures['mb_per_s']:>7} MB/s  ({figures['mb']} MB in "
+            f"{figures['seconds']} s, {figures['turns']} turns)"
+        )
+    r = result["rescan"]
+    print(
+        f"rescan of {r['files']} unchanged transcripts: "
+        f"median {r['median_s']} s, max {r['max_s']} s"
+    )
+
+
+if __name__ == "__main__":
+    main()
