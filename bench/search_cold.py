@@ -38,7 +38,8 @@ def build(home: Path, count: int, seed: int = 7) -> MemoryStore:
     """Write ``count`` synthetic observations spread over days, in batches like the observer."""
     rng = random.Random(seed)
     store = MemoryStore(home, environ={"OM_HOME": str(home)}).ensure()
-    start = date(2026, 1, 1)
+    # Forty a day, ending today: a realistic mix of old memory and the last days' work.
+    start = date.today() - timedelta(days=count // 40)
     batch = []
     for n in range(count):
         day = start + timedelta(days=n // 40)

@@ -1,5 +1,5 @@
 """``python -m obsmem``: the same as the ``om`` command."""
 
-from obsmem.cli.main import main
+from obsmem.cli.entry import main
 
 main()

@@ -30,6 +30,7 @@ __all__ = [
     "VAULT_DIR",
     "agent_home",
     "config_dir",
+    "context_path",
     "env_file",
     "index_path",
     "ledger_path",
@@ -108,6 +109,11 @@ def ledger_path(environ: Mapping[str, str] | None = None) -> Path:
 def lock_path(environ: Mapping[str, str] | None = None) -> Path:
     """The inter-process lock that serialises writes to the memory directory."""
     return state_dir(environ) / "memory.lock"
+
+
+def context_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The prepared startup context (``om context`` reads only this file)."""
+    return state_dir(environ) / "context.json"
 
 
 def usage_path(environ: Mapping[str, str] | None = None) -> Path:

@@ -1,6 +1,39 @@
-"""The ``om`` command line: a thin adapter over the library."""
+"""The ``om`` command line: a thin adapter over the library.
 
-from obsmem.cli import commands, observe  # noqa: F401 - registers the subcommands on `cli`
-from obsmem.cli.main import cli, main
+Nothing is imported eagerly: ``om context`` enters through ``obsmem.cli.entry`` and must not pay
+for click. ``cli`` and ``main`` load the full command line (and register every subcommand) on
+first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __all__ = ["cli", "main"]
+
+#: Modules whose import registers subcommands on ``cli``.
+COMMAND_MODULES = ("commands", "observe", "reflect")
+
+
+def load() -> Any:
+    """The click group with every subcommand registered."""
+    from obsmem.cli.main import cli
+
+    for name in COMMAND_MODULES:
+        try:
+            importlib.import_module(f"obsmem.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"obsmem.cli.{name}":
+                raise
+    return cli
+
+
+def __getattr__(name: str) -> Any:
+    if name == "cli":
+        return load()
+    if name == "main":
+        from obsmem.cli.main import main
+
+        return main
+    raise AttributeError(f"module 'obsmem.cli' has no attribute {name!r}")

@@ -83,7 +83,6 @@ def cli(ctx: click.Context) -> None:
 
 def main() -> None:
     """Console-script entry point for ``om`` and ``obsmem``."""
-    # Importing the package (not just this module) registers the subcommands.
-    import obsmem.cli  # noqa: F401
+    from obsmem.cli import load
 
-    cli(prog_name="om")
+    load()(prog_name="om")

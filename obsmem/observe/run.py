@@ -135,7 +135,7 @@ def run_observe(
                 report.skipped.update(result.skipped)
                 llm = _observe_file(store, run, claimed, result, llm, settings, deduper, report)
     if report.written:
-        _refresh_index(store, report)
+        _after_writing(store, report)
     return report
 
 
@@ -184,10 +184,19 @@ def _observe_file(
     return llm
 
 
-def _refresh_index(store: MemoryStore, report: ObserveReport) -> None:
-    # Keeps the next search fast; a failure here loses nothing (the next search retries).
+def _after_writing(store: MemoryStore, report: ObserveReport) -> None:
+    """Bring the startup context and the index up to date with what was just written.
+
+    A failure here loses nothing: the next search refreshes the index, and ``om context``
+    prepares what is missing.
+    """
+    from obsmem.context.prepare import prepare_context
     from obsmem.index import open_index, refresh
 
+    try:
+        prepare_context(store)
+    except OmError as exc:
+        report.problems.append(f"startup context not prepared: {exc}")
     try:
         conn = open_index(store.index_path)
         try:

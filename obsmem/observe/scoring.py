@@ -151,9 +151,10 @@ class Deduper:
         self._grams: list[frozenset[tuple[str, str]]] = []
         self._exact: set[str] = set()
         for obs in recent:
-            self._remember(obs.text)
+            self.remember(obs.text)
 
-    def _remember(self, text: str) -> None:
+    def remember(self, text: str) -> None:
+        """Remember ``text`` as seen."""
         norm = normalise_text(text)
         self._norms.append(norm)
         self._grams.append(_bigrams(norm))
@@ -178,5 +179,5 @@ class Deduper:
         """Remember ``obs`` and return True unless it repeats something already seen."""
         if self.is_duplicate(obs.text):
             return False
-        self._remember(obs.text)
+        self.remember(obs.text)
         return True

@@ -206,3 +206,38 @@ def test_provider_failure_with_defer_leaves_content_pending(
     fake_llm.default = Reply(llm_reply)
     later = run_observe(store, settings, source="all", environ=env, flush=True)
     assert later.written > 0 and not later.deferred
+
+
+def test_second_run_sends_only_new_turns(
+    demo: tuple[MemoryStore, dict[str, str]], fake_llm: FakeLLMServer
+) -> None:
+    store, env = demo
+    fake_llm.default = Reply(llm_reply)
+    settings = load_settings(
+        {
+            **env,
+            "OM_LLM_PROVIDER": "openai-compatible",
+            "OM_LLM_BASE_URL": fake_llm.base_url_openai,
+            "OM_LLM_MODEL": "m",
+        }
+    )
+    run_observe(store, settings, source="claude", environ=env, flush=True)
+    first_count = len(fake_llm.requests)
+    (transcript,) = Path(env["CLAUDE_CONFIG_DIR"]).rglob("*.jsonl")
+    last = json.loads(transcript.read_bytes().splitlines()[-1])
+    new = {
+        **last,
+        "type": "user",
+        "uuid": "new-1",
+        "timestamp": "2026-11-26T15:00:00.000Z",
+        "message": {"role": "user", "content": "Zebra-stripe the dashboard tables please."},
+    }
+    with transcript.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(new) + "\n")
+    run_observe(store, settings, source="claude", environ=env, flush=True)
+    later = fake_llm.requests[first_count:]
+    assert len(later) == 1
+    sent = later[0].body["messages"][-1]["content"]
+    transcript_part = sent.split("<transcript>", 1)[1]
+    assert "Zebra-stripe the dashboard tables" in transcript_part
+    assert "CI keeps failing" not in transcript_part  # old turns are not sent again
