@@ -26,6 +26,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/search_cold.py --observations 10000
+	$(PY) bench/context_hot.py --observations 10000
 	$(PY) bench/capture_speed.py --mb 100 --files 1000
 
 clean:
