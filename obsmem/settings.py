@@ -181,6 +181,28 @@ SPECS: tuple[SettingSpec, ...] = (
         30000,
         "Largest chunk of new transcript sent to the observer in one request (tokens).",
     ),
+    SettingSpec(
+        "OM_ARCHIVE_AFTER_DAYS",
+        "archive_after_days",
+        _int_range(0, 36500),
+        7,
+        "Days after which observations move from observations.md to archive/ (never deleted).",
+    ),
+    SettingSpec(
+        "OM_REFLECTIONS_MAX_LINES",
+        "reflections_max_lines",
+        _int_range(50, 1_000_000),
+        600,
+        "Hard cap on reflections.md lines; past it, om's oldest, least important lines move out.",
+    ),
+    SettingSpec(
+        "OM_MCP_TOKEN",
+        "mcp_token",
+        _text,
+        "",
+        "Bearer token `om mcp --http` requires (a new one is generated per start when empty).",
+        secret=True,
+    ),
 )
 
 
@@ -205,6 +227,9 @@ class Settings:
     daily_token_budget: int = 0
     fallback: str = "rules"
     observer_max_input_tokens: int = 30000
+    archive_after_days: int = 7
+    reflections_max_lines: int = 600
+    mcp_token: str = field(default="", repr=False)
     sources: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     env_file: Path | None = field(default=None, compare=False)
 

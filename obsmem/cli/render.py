@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from obsmem.doctor import Check
     from obsmem.observe.run import ObserveReport
+    from obsmem.reflect.offline import ReflectReport
     from obsmem.search import Hit
     from obsmem.status import StatusReport
 
-__all__ = ["banner", "checks", "hits", "observe_report", "status"]
+__all__ = ["banner", "checks", "hits", "observe_report", "reflect_report", "status"]
 
 _MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "repaired": "fixed"}
 
@@ -143,4 +144,63 @@ def observe_report(report: ObserveReport) -> str:
             f"  {len(report.deferred)} transcript(s) left pending for a later run "
             "(OM_FALLBACK=defer); nothing was lost"
         )
+    return "\n".join(lines)
+
+
+def reflect_report(report: ReflectReport) -> str:
+    """``om reflect``: what changed in reflections.md and what moved to the archive.
+
+    A dry run shows the unified diff of reflections.md first, then the same summary in the
+    conditional ("would").
+    """
+    lines: list[str] = []
+    if report.dry_run and report.diff:
+        lines.append(report.diff.rstrip("\n"))
+        lines.append("")
+    since = report.last_reflected_before or "the beginning"
+    lines.append(
+        f"reflected observations after {since}: {report.considered} looked at, "
+        f"{report.promoted} promoted, {report.merged} merged into existing lines"
+        + (f", {report.replaced} replacing older facts" if report.replaced else "")
+        + (f", {report.covered} already in hand-written lines" if report.covered else "")
+    )
+    moves = [
+        f"{n} {what}"
+        for n, what in (
+            (report.revived, "revived"),
+            (report.demoted, "moved to Dormant"),
+            (report.retired, "moved to ## Archive"),
+            (report.moved_out, "moved to archive/reflections/"),
+        )
+        if n
+    ]
+    if moves:
+        lines.append("  lines: " + ", ".join(moves))
+    if not report.changed:
+        lines.append("  reflections.md is up to date: nothing to write")
+    else:
+        went = "would go" if report.dry_run else "went"
+        lines.append(
+            f"  reflections.md {went} from {report.lines_before} to {report.lines_after} "
+            f"lines (cap {report.max_lines}); last reflected {report.last_reflected}"
+        )
+    if report.over_cap:
+        lines.append(
+            "  hand-written lines alone pass the cap: om moved all of its own lines it could"
+        )
+    archived = report.archive
+    if archived.days:
+        shown = ", ".join(archived.days[:10]) + (" ..." if len(archived.days) > 10 else "")
+        lines.append(
+            f"  {'would archive' if report.dry_run else 'archived'} "
+            f"{len(archived.days)} day(s) older than {archived.cutoff} "
+            f"({archived.observations} observation(s)): {shown}"
+        )
+    if archived.recovered:
+        lines.append(
+            f"  {len(archived.recovered)} day(s) were already in the archive (an interrupted "
+            "run, or observations written again): removed from observations.md only"
+        )
+    for note in report.notes:
+        lines.append(f"  note: {note}")
     return "\n".join(lines)

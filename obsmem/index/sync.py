@@ -252,6 +252,10 @@ def _parse(
         data = blank_front_matter(data)
     sections = parse_sections(data, kind=seed)
     for entry in sections.entries:
+        if state.kind == "vault" and len(entry.cites) == 1:
+            # A vault line files one observation: it takes that observation's id, so search
+            # shows the observation once and `om show` finds it from either place.
+            entry.id = entry.cites[0]
         rows.append((
             entry.id, state.kind, state.rel, entry.line, entry.line, entry.date, None,
             entry.priority, entry.type, None, entry.importance, None,

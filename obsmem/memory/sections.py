@@ -99,6 +99,8 @@ def parse_sections(data: bytes | str, *, kind: str = "reflections") -> SectionsD
             if default_date is None and (d := _DATE.search(value)):
                 default_date = d.group(1)
             continue
+        if stripped.startswith("<!--") and stripped.endswith("-->"):
+            continue  # a comment line (om's generated-block markers among them) is not content
         if not path:
             if stripped.startswith(("<!--", ">")):
                 continue

@@ -192,11 +192,16 @@ def _after_writing(store: MemoryStore, report: ObserveReport) -> None:
     """
     from obsmem.context.prepare import prepare_context
     from obsmem.index import open_index, refresh
+    from obsmem.reflect.router import route
 
     try:
         prepare_context(store)
     except OmError as exc:
         report.problems.append(f"startup context not prepared: {exc}")
+    try:
+        route(store)  # before the index refresh, so the new vault lines are searchable at once
+    except OmError as exc:
+        report.problems.append(f"vault not updated: {exc}")
     try:
         conn = open_index(store.index_path)
         try:

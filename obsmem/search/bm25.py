@@ -127,8 +127,21 @@ def _int_or_none(value: object) -> int | None:
 
 def query_index(conn: sqlite3.Connection, expression: str, limit: int) -> list[Hit]:
     """Run an FTS5 ``MATCH`` expression (from ``fts_query``) and return the best ``limit`` hits."""
-    rows = conn.execute(_SQL, (TEXT_WEIGHT, SECTION_WEIGHT, expression, limit)).fetchall()
-    return [_hit(rank, row) for rank, row in enumerate(rows, start=1)]
+    # Vault pages copy observations under the observation's own id; fetch extra rows so that
+    # dropping those copies still leaves ``limit`` distinct entries.
+    rows = conn.execute(_SQL, (TEXT_WEIGHT, SECTION_WEIGHT, expression, limit * 3)).fetchall()
+    primary = {row[1] for row in rows if row[2] != "vault"}
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for row in rows:
+        key = (str(row[1]), str(row[3]) if row[2] != "vault" else "vault")
+        if (row[2] == "vault" and row[1] in primary) or key in seen:
+            continue
+        seen.add(key)
+        kept.append(row)
+        if len(kept) == limit:
+            break
+    return [_hit(rank, row) for rank, row in enumerate(kept, start=1)]
 
 
 def search(store: MemoryStore, query: str, *, limit: int = 10, refresh: bool = True) -> list[Hit]:

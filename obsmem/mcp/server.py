@@ -1,0 +1,295 @@
+"""The ``om`` MCP server: the memory's search, citations, timeline, context and remember as tools.
+
+A thin adapter, like the CLI: each tool validates nothing itself, calls one library function
+(``obsmem.search.recall``, ``obsmem.observe.remember``, ``obsmem.context.startup``) and returns
+its JSON-ready result. Library errors (``OmError``) become MCP tool errors with their one-line
+message, so the calling agent reads what went wrong and how to fix it.
+
+Tools run in a worker thread: they touch SQLite and the disk, and the HTTP transport must keep
+answering other requests meanwhile. Each call opens its own index connection (SQLite
+connections are per-thread), which costs well under a millisecond next to the query.
+
+Transports: stdio (what agents launch), or streamable HTTP on loopback behind a bearer token
+(``serve_http``). The token check is a plain ASGI wrapper in front of the SDK's app, compared in
+constant time; DNS-rebinding protection comes from the SDK for loopback hosts.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import socket
+import sys
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, TypeVar
+
+import anyio
+from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from obsmem import __version__
+from obsmem.errors import OmError
+from obsmem.memory.store import MemoryStore
+
+__all__ = ["INSTRUCTIONS", "BearerAuth", "build_server", "serve_http", "serve_stdio"]
+
+T = TypeVar("T")
+
+INSTRUCTIONS = (
+    "om is the user's long-term memory of past coding-agent sessions (Claude Code, Codex and "
+    "others): decisions, preferences, facts about their projects, errors and their fixes, "
+    "commitments. Search it before asking the user something a previous session may have "
+    "settled, and cite what you use by its id. Record lasting facts with `remember`."
+)
+
+_TYPES = (
+    "decision, preference, fact, commitment, task, milestone, lesson, relationship, project, "
+    "error or event"
+)
+
+_SEARCH = (
+    "Search the user's long-term memory of past sessions: decisions, preferences, project facts, "
+    "errors and how they were fixed, commitments and open tasks. Call this before asking the "
+    "user something they may have told a previous session, before re-investigating an error that "
+    'may have been solved before, and when the user refers to earlier work ("like last time", '
+    '"the bug we fixed"). Keyword search (BM25): pass the distinctive words, not a sentence. '
+    "Each result cites its id, memory file:line, date and, when known, the transcript it came "
+    "from; use `get` with the ids for full entries and the source excerpt."
+)
+_GET = (
+    "Fetch full memory entries by id (ids come from `search` or `timeline` results): text, "
+    "date, type, importance, file:line, and provenance back to the source transcript. With "
+    "include_source, also the redacted transcript lines the entry was observed from: call this "
+    "to check exactly what was said before relying on a memory for something important."
+)
+_TIMELINE = (
+    "List memory entries in time order for the days around a date (YYYY-MM-DD) or around the "
+    'date of an entry id. Use it to answer "what happened around then", to see what led to a '
+    "decision found by `search`, or to catch up on recent days of work."
+)
+_CONTEXT = (
+    "The startup context om prepares for a new session in a working directory: who the user "
+    "is, their preferences, the project's state, open loops and recent work, within a token "
+    "budget. Call it once at the start of a task if it was not already injected by a hook, or "
+    "when switching to another project directory."
+)
+_REMEMBER = (
+    "Save one durable fact to the user's long-term memory so future sessions know it: a "
+    "decision and its reason, a stated preference, a lesson from a fixed error, a commitment. "
+    "One or two self-contained sentences naming the project or tool involved. Do not save "
+    "secrets (they are redacted anyway), transient chatter, or what is already in memory "
+    "(repeats are detected and not added)."
+)
+
+
+async def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a blocking library call in a worker thread; ``OmError`` becomes a tool error."""
+
+    def run() -> T:
+        return function(*args, **kwargs)
+
+    try:
+        return await anyio.to_thread.run_sync(run)
+    except OmError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def build_server(
+    store: MemoryStore | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+) -> FastMCP:
+    """The MCP server over ``store`` (default: the memory ``environ`` or the process points at).
+
+    ``host`` and ``port`` only matter to the HTTP transport (and its DNS-rebinding check).
+    """
+    from obsmem.context.startup import DEFAULT_BUDGET, run_context
+    from obsmem.observe.remember import remember as do_remember
+    from obsmem.search.recall import Filters, get_entries, search_entries, show, timeline
+
+    memory = store if store is not None else MemoryStore(environ=environ)
+    # run_context finds its prepared file through the environment: point it at this store.
+    context_env = environ
+    if context_env is None and store is not None:
+        context_env = {**os.environ, "OM_HOME": str(store.home)}
+    server = FastMCP("om", instructions=INSTRUCTIONS, host=host, port=port)
+    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+
+    @server.tool(name="search", description=_SEARCH, annotations=read_only)
+    async def search(
+        query: Annotated[str, Field(description="Words to look for.")],
+        limit: Annotated[int, Field(ge=1, le=100, description="Most results.")] = 10,
+        since: Annotated[str | None, Field(description="Only entries on/after YYYY-MM-DD.")] = None,
+        until: Annotated[
+            str | None, Field(description="Only entries on/before YYYY-MM-DD.")
+        ] = None,
+        type: Annotated[
+            str | None, Field(description="decision, preference, fact, error, lesson, ...")
+        ] = None,
+        min_importance: Annotated[float | None, Field(ge=0, le=1)] = None,
+        project: Annotated[str | None, Field(description="Project (folder) name.")] = None,
+        agent: Annotated[str | None, Field(description="claude, codex, hermes, ...")] = None,
+    ) -> dict[str, Any]:
+        filters = Filters(since, until, type, min_importance, project, agent)
+        hits = await _call(search_entries, memory, query, filters=filters, limit=limit)
+        return {"query": query, "count": len(hits), "results": hits}
+
+    @server.tool(name="get", description=_GET, annotations=read_only)
+    async def get(
+        ids: Annotated[list[str], Field(min_length=1, max_length=100)],
+        include_source: Annotated[
+            bool, Field(description="Add the redacted transcript lines of each entry.")
+        ] = False,
+    ) -> dict[str, Any]:
+        if include_source:
+            entries = [e for i in ids for e in await _call(_show_or_none, show, memory, i)]
+        else:
+            entries = await _call(get_entries, memory, ids)
+        seen = {e["id"] for e in entries}
+        return {"entries": entries, "not_found": [i for i in ids if i not in seen]}
+
+    @server.tool(name="timeline", description=_TIMELINE, annotations=read_only)
+    async def timeline_tool(
+        date: Annotated[str | None, Field(description="Center date, YYYY-MM-DD.")] = None,
+        id: Annotated[str | None, Field(description="Center on this entry's date.")] = None,
+        days: Annotated[int, Field(ge=0, le=366, description="Days before and after.")] = 3,
+        limit: Annotated[int, Field(ge=1, le=500)] = 50,
+    ) -> dict[str, Any]:
+        return await _call(timeline, memory, around_date=date, around_id=id, days=days, limit=limit)
+
+    @server.tool(name="context", description=_CONTEXT, annotations=read_only)
+    async def context(
+        cwd: Annotated[str, Field(description="The session's working directory.")],
+        budget: Annotated[int, Field(ge=200, le=200_000, description="Most tokens.")] = (
+            DEFAULT_BUDGET
+        ),
+    ) -> dict[str, Any]:
+        text = await _call(run_context, "plain", cwd=cwd, budget=budget, environ=context_env)
+        return {"cwd": cwd, "budget": budget, "context": text}
+
+    @server.tool(
+        name="remember",
+        description=_REMEMBER,
+        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True),
+    )
+    async def remember(
+        text: Annotated[str, Field(min_length=1, max_length=2000)],
+        type: Annotated[str, Field(description=_TYPES)],
+        importance: Annotated[
+            float, Field(ge=0, le=1, description="0.9+ critical, 0.6 useful, 0.3 minor.")
+        ] = 0.6,
+        project: Annotated[str | None, Field(description="Project (folder) name.")] = None,
+    ) -> dict[str, Any]:
+        done = await _call(
+            do_remember,
+            memory,
+            text,
+            type=type,
+            importance=importance,
+            agent="mcp",
+            project=project,
+        )
+        return done.to_dict()
+
+    return server
+
+
+def _show_or_none(
+    show: Callable[[MemoryStore, str], dict[str, Any]], store: MemoryStore, entry_id: str
+) -> list[dict[str, Any]]:
+    """``show`` for one id of a batch: an unknown id is reported in ``not_found``, not raised."""
+    from obsmem.errors import NotFound
+
+    try:
+        return [show(store, entry_id)]
+    except NotFound:
+        return []
+
+
+def serve_stdio(server: FastMCP) -> None:
+    """Serve over stdin/stdout until the client closes them (what agents launch)."""
+    server.run("stdio")
+
+
+class BearerAuth:
+    """ASGI wrapper answering 401 to any HTTP request without ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        if not token:
+            raise ValueError("a bearer token is required")
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") == "http":
+            given = b""
+            for name, value in scope.get("headers", ()):
+                if name.lower() == b"authorization":
+                    given = value
+                    break
+            # compare_digest: the time taken must not reveal how much of a guess was right.
+            if not hmac.compare_digest(given, self._expected):
+                await _unauthorized(send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _unauthorized(send: Any) -> None:
+    body = b'{"error": "unauthorized: send Authorization: Bearer <token> (see OM_MCP_TOKEN)"}'
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer realm="om"'),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def serve_http(
+    server: FastMCP,
+    *,
+    host: str,
+    port: int,
+    token: str,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Serve streamable HTTP at ``http://host:port/mcp`` behind ``token`` until interrupted.
+
+    The socket is bound here (not by uvicorn) so ``port=0`` works and the real port is
+    announced. ``announce`` receives one line naming the URL (default: printed to stderr).
+    """
+    import uvicorn
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OmError(
+            f"cannot listen on {host}:{port}: {exc.strerror}", "choose another --port"
+        ) from None
+    sock.listen(128)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    (announce or _stderr)(f"om mcp {__version__}: serving on http://{shown}:{bound}/mcp")
+    app = BearerAuth(server.streamable_http_app(), token)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,297 @@
+"""Citations and recall: full entries by id, the source excerpt, timelines, filtered search.
+
+Everything here reads the index (refreshed first, like ``search``), so what it returns always
+matches the markdown on disk. Each entry is a JSON-ready dict carrying its citation: the id, the
+memory file and line (``citation``: ``observations.md:12``), its date, and, for observations the
+ledger knows, the provenance back to the transcript (path, line range, session, agent, project).
+These dicts are what ``om show --json`` prints and what the MCP tools return.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date as Date
+from datetime import timedelta
+from typing import Any
+
+from obsmem.errors import NotFound, UsageError
+from obsmem.index.db import using_index
+from obsmem.index.query import fts_query
+from obsmem.index.sync import refresh as refresh_index
+from obsmem.memory.model import OBSERVATION_TYPES
+from obsmem.memory.store import MemoryStore
+from obsmem.search.bm25 import SECTION_WEIGHT, TEXT_WEIGHT
+from obsmem.search.excerpt import read_excerpt
+
+__all__ = [
+    "MAX_IDS",
+    "Filters",
+    "get_entries",
+    "search_entries",
+    "show",
+    "timeline",
+]
+
+#: Most ids one ``get_entries`` call looks up (an agent pasting a thousand ids gets an error).
+MAX_IDS = 100
+#: Entries a timeline window is read from before it is cut to ``limit`` around its anchor.
+_WINDOW_ROWS = 5000
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+_COLUMNS = (
+    "id", "kind", "file", "line", "line_end", "date", "time", "priority", "type", "confidence",
+    "importance", "referenced_date", "section", "text", "source_path", "source_line_start",
+    "source_line_end", "session", "agent", "project",
+)  # fmt: skip
+_SELECT = ", ".join(f"e.{name}" for name in _COLUMNS)
+
+
+def _entry(row: Sequence[Any]) -> dict[str, Any]:
+    """An ``entries`` row as the public dict, with ``citation`` and ``provenance``."""
+    data = dict(zip(_COLUMNS, row, strict=True))
+    source = data.pop("source_path")
+    start, end = data.pop("source_line_start"), data.pop("source_line_end")
+    session, agent, project = data.pop("session"), data.pop("agent"), data.pop("project")
+    data["citation"] = (
+        f"{data['file']}:{data['line']}" if data["line"] is not None else data["file"]
+    )
+    data["provenance"] = (
+        None
+        if source is None
+        else {
+            "source_path": source or None,  # "" marks an entry added explicitly (remember)
+            "line_start": start,
+            "line_end": end,
+            "session": session,
+            "agent": agent,
+            "project": project,
+        }
+    )
+    return data
+
+
+def _check_date(value: str | None, name: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not _DATE.fullmatch(value):
+        raise UsageError(f"{name} {value!r} is not a date", "give it as YYYY-MM-DD")
+    try:
+        Date.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"{name} {value!r} is not a real date", "give it as YYYY-MM-DD") from None
+    return value
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Conditions an entry must meet; None means "any". Dates are ``YYYY-MM-DD``, inclusive.
+
+    ``project`` and ``agent`` come from provenance, so they only match observations whose source
+    is known; ``type`` and ``min_importance`` only match entries that carry them.
+    """
+
+    since: str | None = None
+    until: str | None = None
+    type: str | None = None
+    min_importance: float | None = None
+    project: str | None = None
+    agent: str | None = None
+
+    def validated(self) -> Filters:
+        """Self, after checking every value; raises ``UsageError`` naming the bad one."""
+        _check_date(self.since, "since")
+        _check_date(self.until, "until")
+        if self.type is not None and self.type not in OBSERVATION_TYPES:
+            raise UsageError(
+                f"unknown type {self.type!r}", f"use one of {', '.join(OBSERVATION_TYPES)}"
+            )
+        if self.min_importance is not None and not 0.0 <= self.min_importance <= 1.0:
+            raise UsageError("min_importance must be between 0 and 1")
+        return self
+
+    def is_empty(self) -> bool:
+        """True when no condition is set."""
+        return all(value in (None, "") for value in self.__dict__.values())
+
+    def sql(self) -> tuple[str, list[object]]:
+        """A ``WHERE``-ready condition over ``entries AS e`` and its parameters (``1`` if empty)."""
+        parts: list[str] = []
+        params: list[object] = []
+        for column, op, value in (
+            ("date", ">=", self.since),
+            ("date", "<=", self.until),
+            ("type", "=", self.type),
+            ("importance", ">=", self.min_importance),
+            ("project", "=", self.project),
+            ("agent", "=", self.agent),
+        ):
+            if value not in (None, ""):
+                parts.append(f"e.{column} {op} ?")
+                params.append(value)
+        return (" AND ".join(parts) or "1"), params
+
+
+def _read(store: MemoryStore, work: Any) -> Any:
+    """Run ``work(conn)`` on a refreshed index; an absent memory directory reads as empty."""
+
+    def run(conn: sqlite3.Connection) -> Any:
+        refresh_index(store, conn)
+        return work(conn)
+
+    return using_index(store.index_path, run)
+
+
+def search_entries(
+    store: MemoryStore, query: str, *, filters: Filters | None = None, limit: int = 10
+) -> list[dict[str, Any]]:
+    """BM25 search restricted by ``filters``: entry dicts with ``rank`` and ``score``, best first.
+
+    The conditions are applied inside the query (not to a cut list of hits), so a filter never
+    hides a match that ranked below unrelated entries. With no filter this is ``search``.
+    """
+    filters = (filters or Filters()).validated()
+    if limit < 1:
+        raise UsageError(f"the result limit must be at least 1, not {limit}")
+    expression = fts_query(query)
+    if expression is None or (not store.home.is_dir() and not store.index_path.exists()):
+        return []
+    where, params = filters.sql()
+    sql = (
+        f"SELECT bm25(entries_fts, ?, ?) AS raw, {_SELECT} FROM entries_fts "
+        f"JOIN entries AS e ON e.rowid = entries_fts.rowid "
+        f"WHERE entries_fts MATCH ? AND {where} ORDER BY raw, e.rowid LIMIT ?"
+    )
+
+    def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+        rows = conn.execute(sql, [TEXT_WEIGHT, SECTION_WEIGHT, expression, *params, limit])
+        out = []
+        for rank, row in enumerate(rows.fetchall(), start=1):
+            entry = _entry(row[1:])
+            entry["rank"], entry["score"] = rank, 0.0 - float(row[0])
+            out.append(entry)
+        return out
+
+    result: list[dict[str, Any]] = _read(store, work)
+    return result
+
+
+def get_entries(store: MemoryStore, ids: Iterable[str]) -> list[dict[str, Any]]:
+    """The full entries with these ids, in the order asked; unknown ids are left out.
+
+    An id found in several files (an observation and its archived copy) gives one entry per file.
+    Raises ``UsageError`` for more than ``MAX_IDS`` ids.
+    """
+    wanted = list(dict.fromkeys(i.strip() for i in ids if i and i.strip()))
+    if len(wanted) > MAX_IDS:
+        raise UsageError(f"at most {MAX_IDS} ids can be looked up at once, not {len(wanted)}")
+    if not wanted or not store.home.is_dir():
+        return []
+    marks = ", ".join("?" for _ in wanted)
+    sql = f"SELECT {_SELECT} FROM entries AS e WHERE e.id IN ({marks}) ORDER BY e.rowid"
+
+    def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+        found: dict[str, list[dict[str, Any]]] = {}
+        for row in conn.execute(sql, wanted).fetchall():
+            found.setdefault(str(row[0]), []).append(_entry(row))
+        return [entry for entry_id in wanted for entry in found.get(entry_id, [])]
+
+    result: list[dict[str, Any]] = _read(store, work)
+    return result
+
+
+def _ledger_bytes(store: MemoryStore, entry_id: str) -> tuple[int | None, int | None]:
+    # Byte offsets are not in the index (only line numbers are); the ledger has them.
+    prov = store.provenance().get(entry_id)
+    return (prov.byte_start, prov.byte_end) if prov is not None else (None, None)
+
+
+def show(store: MemoryStore, entry_id: str) -> dict[str, Any]:
+    """One entry with the transcript lines it came from under ``excerpt``.
+
+    Raises ``NotFound`` for an unknown id. A missing or changed transcript is not an error: the
+    excerpt's ``note`` says what happened.
+    """
+    entries = get_entries(store, [entry_id])
+    if not entries:
+        raise NotFound(f"no memory entry has the id {entry_id!r}", "find ids with `om search`")
+    entry = entries[0]
+    prov = entry["provenance"]
+    if prov is None:
+        entry["excerpt"] = {
+            "path": None,
+            "line_start": None,
+            "line_end": None,
+            "lines": [],
+            "truncated": False,
+            "note": f"{entry['kind']} entries have no transcript source recorded",
+        }
+        return entry
+    byte_start, byte_end = _ledger_bytes(store, entry["id"])
+    excerpt = read_excerpt(
+        prov["source_path"],
+        prov["line_start"],
+        prov["line_end"],
+        byte_start=byte_start,
+        byte_end=byte_end,
+    )
+    entry["excerpt"] = excerpt.to_dict()
+    return entry
+
+
+def timeline(
+    store: MemoryStore,
+    *,
+    around_date: str | None = None,
+    around_id: str | None = None,
+    days: int = 3,
+    limit: int = 50,
+) -> dict[str, Any]:
+    """Entries dated within ``days`` of a date (or of an entry's date), in time order.
+
+    Returns ``{"anchor_date", "since", "until", "entries", "truncated"}``. When the window holds
+    more than ``limit`` entries, the ``limit`` nearest the anchor (the entry, or the start of the
+    anchor date) are kept. With neither anchor, the window is around today.
+    """
+    if around_date and around_id:
+        raise UsageError("give a date or an id to center the timeline on, not both")
+    if not 0 <= days <= 366:
+        raise UsageError(f"days must be between 0 and 366, not {days}")
+    if not 1 <= limit <= 1000:
+        raise UsageError(f"limit must be between 1 and 1000, not {limit}")
+    if around_id:
+        found = [e for e in get_entries(store, [around_id]) if e["date"]]
+        if not found:
+            raise NotFound(f"no dated memory entry has the id {around_id!r}")
+        anchor = str(found[0]["date"])
+    else:
+        anchor = _check_date(around_date, "date") or Date.today().isoformat()
+    center = Date.fromisoformat(anchor)
+    since = (center - timedelta(days=days)).isoformat()
+    until = (center + timedelta(days=days)).isoformat()
+    sql = (
+        f"SELECT {_SELECT} FROM entries AS e WHERE e.date >= ? AND e.date <= ? "
+        "ORDER BY e.date, COALESCE(e.time, ''), e.file, e.line LIMIT ?"
+    )
+    entries: list[dict[str, Any]] = []
+    if store.home.is_dir():
+        rows = _read(store, lambda conn: conn.execute(sql, (since, until, _WINDOW_ROWS)).fetchall())
+        entries = [_entry(row) for row in rows]
+    truncated = len(entries) > limit
+    if truncated:
+        if around_id:
+            pivot = next((i for i, e in enumerate(entries) if e["id"] == around_id), 0)
+        else:
+            pivot = next((i for i, e in enumerate(entries) if e["date"] >= anchor), len(entries))
+        start = max(0, min(pivot - limit // 2, len(entries) - limit))
+        entries = entries[start : start + limit]
+    return {
+        "anchor_date": anchor,
+        "since": since,
+        "until": until,
+        "entries": entries,
+        "truncated": truncated,
+    }

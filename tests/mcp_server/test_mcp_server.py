@@ -1,0 +1,252 @@
+"""The MCP server: tools in-process through the SDK's client, then ``om mcp`` as a real process
+over stdio and over HTTP with its bearer token."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from click.testing import CliRunner
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.memory import create_connected_server_and_client_session
+
+from obsmem.cli import cli
+from obsmem.demo import prepare
+from obsmem.errors import UsageError
+from obsmem.mcp import check_host, is_loopback, resolve_token
+from obsmem.mcp.server import build_server
+from obsmem.memory.store import MemoryStore
+
+TOOLS = {"search", "get", "timeline", "context", "remember"}
+
+
+@pytest.fixture
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MemoryStore:
+    """The demo memory, with OM_HOME pointing at it (for tools that read the environment)."""
+    run = prepare(tmp_path / "memory", agents_dir=tmp_path / "agents", transcripts=False)
+    monkeypatch.setenv("OM_HOME", str(run.store.home))
+    return run.store
+
+
+def call(store: MemoryStore, steps: Any) -> Any:
+    """Run ``steps(session)`` against an in-process server over ``store``; return its result."""
+
+    async def main() -> Any:
+        async with create_connected_server_and_client_session(build_server(store)) as session:
+            return await steps(session)
+
+    return anyio.run(main)
+
+
+def payload(result: Any) -> dict[str, Any]:
+    assert not result.isError, result.content
+    data = result.structuredContent
+    assert data == json.loads(result.content[0].text)  # the text form says the same
+    return dict(data)
+
+
+def test_tools_are_listed_with_descriptions_that_say_when_to_call_them(demo: MemoryStore) -> None:
+    async def steps(session: ClientSession) -> Any:
+        return (await session.list_tools()).tools
+
+    tools = {tool.name: tool for tool in call(demo, steps)}
+    assert set(tools) == TOOLS
+    assert "before asking the user" in (tools["search"].description or "")
+    assert tools["search"].annotations.readOnlyHint is True
+    assert tools["remember"].annotations.readOnlyHint is False
+    assert "query" in tools["search"].inputSchema["required"]
+    assert set(tools["remember"].inputSchema["required"]) == {"text", "type"}
+
+
+def test_search_get_and_timeline_return_citations(demo: MemoryStore) -> None:
+    async def steps(session: ClientSession) -> Any:
+        found = payload(await session.call_tool("search", {"query": "redis workers", "limit": 3}))
+        first = found["results"][0]
+        got = payload(
+            await session.call_tool("get", {"ids": [first["id"], "nope"], "include_source": True})
+        )
+        line = payload(await session.call_tool("timeline", {"id": first["id"], "days": 0}))
+        lessons = payload(await session.call_tool("search", {"query": "redis", "type": "lesson"}))
+        return found, got, line, lessons
+
+    found, got, line, lessons = call(demo, steps)
+    assert found["count"] == len(found["results"]) >= 1
+    first = found["results"][0]
+    assert "Redis" in first["text"]
+    assert re.fullmatch(r"[\w./-]+\.md:\d+", first["citation"])
+    assert first["date"] and first["rank"] == 1
+    assert [e["id"] for e in got["entries"]] == [first["id"]]
+    assert got["not_found"] == ["nope"]
+    assert "excerpt" in got["entries"][0]
+    assert line["anchor_date"] == first["date"]
+    assert first["id"] in [e["id"] for e in line["entries"]]
+    assert lessons["results"] and all(e["type"] == "lesson" for e in lessons["results"])
+
+
+def test_remember_then_search_finds_it_and_repeats_are_refused(demo: MemoryStore) -> None:
+    async def steps(session: ClientSession) -> Any:
+        args = {"text": "Staging deploys need the VPN named zebranet", "type": "fact"}
+        added = payload(await session.call_tool("remember", args))
+        again = payload(await session.call_tool("remember", args))
+        found = payload(await session.call_tool("search", {"query": "zebranet"}))
+        return added, again, found
+
+    added, again, found = call(demo, steps)
+    assert added["status"] == "added"
+    assert again["status"] == "duplicate" and again["duplicate_of"] == added["id"]
+    assert found["results"][0]["id"] == added["id"]
+    assert found["results"][0]["provenance"]["agent"] == "mcp"
+
+
+def test_context_tool_returns_the_startup_context(demo: MemoryStore) -> None:
+    async def steps(session: ClientSession) -> Any:
+        return payload(
+            await session.call_tool("context", {"cwd": "/home/dev/atlas", "budget": 800})
+        )
+
+    result = call(demo, steps)
+    assert result["cwd"] == "/home/dev/atlas"
+    assert "Atlas" in result["context"]
+
+
+def test_bad_arguments_are_tool_errors_with_one_line_messages(demo: MemoryStore) -> None:
+    async def steps(session: ClientSession) -> Any:
+        bad_date = await session.call_tool("search", {"query": "x", "since": "last week"})
+        bad_id = await session.call_tool("timeline", {"id": "nothing"})
+        return bad_date, bad_id
+
+    bad_date, bad_id = call(demo, steps)
+    assert bad_date.isError and "YYYY-MM-DD" in bad_date.content[0].text
+    assert bad_id.isError and "nothing" in bad_id.content[0].text
+
+
+def child_env(store: MemoryStore, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OM_MCP")}
+    env.update(OM_HOME=str(store.home), PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+def test_om_mcp_over_stdio_as_a_subprocess(demo: MemoryStore) -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "obsmem", "mcp"], env=child_env(demo)
+    )
+
+    async def main() -> Any:
+        with anyio.fail_after(20):
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                tools = {tool.name for tool in (await session.list_tools()).tools}
+                result = await session.call_tool("search", {"query": "PostgreSQL"})
+                return tools, result
+
+    tools, result = anyio.run(main)
+    assert tools == TOOLS
+    assert any("PostgreSQL" in hit["text"] for hit in payload(result)["results"])
+
+
+@pytest.fixture
+def http_server(demo: MemoryStore) -> Iterator[tuple[str, str]]:
+    """``om mcp --http --port 0`` with OM_MCP_TOKEN set: (url, token)."""
+    token = "test-token-123"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "obsmem", "mcp", "--http", "--port", "0"],
+        env=child_env(demo, OM_MCP_TOKEN=token),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        match = re.search(r"serving on (http://\S+/mcp)", line)
+        assert match, line
+        yield match.group(1), token
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def wait_until_up(url: str) -> None:
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def test_http_requires_the_bearer_token(http_server: tuple[str, str]) -> None:
+    url, token = http_server
+    wait_until_up(url)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+    accept = {"accept": "application/json, text/event-stream"}
+    none = httpx.post(url, json=init, headers=accept)
+    wrong = httpx.post(url, json=init, headers={**accept, "authorization": "Bearer nope"})
+    assert none.status_code == 401 and wrong.status_code == 401
+    assert none.headers["www-authenticate"].startswith("Bearer")
+
+    async def main() -> Any:
+        headers = {"Authorization": f"Bearer {token}"}
+        with anyio.fail_after(20):
+            async with (
+                httpx.AsyncClient(headers=headers) as client,
+                streamable_http_client(url, http_client=client) as (read, write, _),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                return await session.call_tool("search", {"query": "redis", "limit": 2})
+
+    result = payload(anyio.run(main))
+    assert 1 <= result["count"] <= 2
+
+
+def test_http_without_a_configured_token_generates_and_prints_one(demo: MemoryStore) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "obsmem", "mcp", "--http", "--port", "0"],
+        env=child_env(demo), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        token = proc.stderr.readline().rsplit(" ", 1)[-1].strip()
+        url = re.search(r"(http://\S+/mcp)", proc.stderr.readline()).group(1)  # type: ignore[union-attr]
+        assert len(token) >= 32
+        wait_until_up(url)
+        headers = {"accept": "application/json, text/event-stream"}
+        wrong = {**headers, "authorization": f"Bearer {token[:-1]}"}
+        assert httpx.post(url, json={}, headers=wrong).status_code == 401
+        right = {**headers, "authorization": f"Bearer {token}"}
+        # Past the token check the SDK answers (400: an empty body is no JSON-RPC message).
+        assert httpx.post(url, json={}, headers=right).status_code == 400
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_non_loopback_hosts_are_refused_unless_allowed() -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
+    assert check_host("0.0.0.0", allow_remote=True) == "0.0.0.0"
+    with pytest.raises(UsageError, match="not a loopback"):
+        check_host("0.0.0.0", allow_remote=False)
+    result = CliRunner().invoke(cli, ["mcp", "--http", "--host", "0.0.0.0"])
+    assert result.exit_code == 2 and "--allow-remote" in result.stderr
+    assert resolve_token("fixed") == ("fixed", False)
+    first, generated = resolve_token("")
+    assert generated and first != resolve_token("")[0]
