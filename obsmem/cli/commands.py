@@ -77,12 +77,27 @@ def search(app: App, query: tuple[str, ...], limit: int, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--for", "agent", type=click.Choice(["claude", "codex", "plain"]), default="plain",
-              show_default=True, help="Output for this agent's SessionStart hook, or markdown.")
-@click.option("--cwd", type=click.Path(file_okay=False), default=None,
-              help="The session's working directory (default: the current one).")
-@click.option("--budget", type=click.IntRange(200, 200_000), default=6000, show_default=True,
-              help="Most tokens the context may take.")
+@click.option(
+    "--for",
+    "agent",
+    type=click.Choice(["claude", "codex", "plain"]),
+    default="plain",
+    show_default=True,
+    help="Output for this agent's SessionStart hook, or markdown.",
+)
+@click.option(
+    "--cwd",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The session's working directory (default: the current one).",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(200, 200_000),
+    default=6000,
+    show_default=True,
+    help="Most tokens the context may take.",
+)
 def context(agent: str, cwd: str | None, budget: int) -> None:
     """Print the startup context for a new agent session (what SessionStart hooks run).
 
@@ -145,8 +160,11 @@ def demo(ctx: click.Context, home: Path | None, keep: bool) -> None:
         click.echo(render.banner("observations.md"))
         click.echo(store.observations_path.read_text(encoding="utf-8").rstrip())
         click.echo(render.banner("om context --for plain --budget 700 (what a new session sees)"))
-        click.echo(run_context("plain", cwd="/home/dev/atlas", budget=700,
-                               environ=demo_run.environ).rstrip())
+        click.echo(
+            run_context(
+                "plain", cwd="/home/dev/atlas", budget=700, environ=demo_run.environ
+            ).rstrip()
+        )
         for query in SAMPLE_QUERIES:
             click.echo(render.banner(f"om search {query!r}"))
             click.echo(render.hits(run_search(store, query, limit=3)))

@@ -11,6 +11,7 @@ byte and also feeds the context. ``context.json`` is the same material as data, 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
@@ -25,12 +26,15 @@ from obsmem.paths import ACTIVE_FILE, PROFILE_FILE, REFLECTIONS_FILE
 
 __all__ = ["BEGIN", "END", "PreparedContext", "prepare_context", "replace_block"]
 
+# The reflector's "(seen 2026-11-28; ^id1, ^id2)" tail: provenance for people, noise in a prompt.
+_CITATION = re.compile(r"\s*\((?:seen [^;)]*;\s*)?\^[0-9a-z]{6,16}(?:,\s*\^[0-9a-z]{6,16})*\)\s*$")
+
 BEGIN = "<!-- om:begin generated: om rewrites what is between these markers; edit elsewhere -->"
 END = "<!-- om:end generated -->"
 RECENT_DAYS = 3
 LOOP_DAYS = 14
 
-#: reflections.md sections (the original tool's names) -> (context section, importance, profile heading)
+#: reflections.md sections (the original tool's names) -> (context section, importance, heading)
 _REFLECTION_SECTIONS: dict[str, tuple[str, float, str]] = {
     "core identity": ("About the user", 0.9, "Identity"),
     "preferences & opinions": ("About the user", 0.8, "Preferences"),
@@ -94,11 +98,11 @@ def _from_sections(
     out: list[tuple[ContextEntry, str]] = []
     for entry in parse_sections(data, kind=kind).entries:
         top, _, sub = entry.section.partition(" / ")
-        if top.strip().lower() == "archive":
-            continue
+        if top.strip().lower() in ("archive", "dormant"):
+            continue  # what the reflector set aside is not worth a session's attention
         section, importance, heading = _REFLECTION_SECTIONS.get(top.strip().lower(), default)
         project = sub.strip() or None if section == "Active projects" else None
-        text = entry.text.lstrip("🔴🟡🟢✅ ").strip()
+        text = _CITATION.sub("", entry.text.lstrip("🔴🟡🟢✅ ")).strip()
         if not text or text.startswith("<!--"):
             continue
         if section == "Active projects" and project:
@@ -126,11 +130,17 @@ def _from_observations(
         project = projects.get(obs.id)
         entry = None
         if obs.type == "preference" and obs.importance >= 0.6:
-            entry = ContextEntry("About the user", obs.text, obs.importance, obs.date, None, obs.id, True)
+            entry = ContextEntry(
+                "About the user", obs.text, obs.importance, obs.date, None, obs.id, True
+            )
         elif obs.type == "commitment" and not obs.completed and obs.importance >= 0.4:
-            entry = ContextEntry("Open loops", obs.text, obs.importance, obs.date, project, obs.id, True)
+            entry = ContextEntry(
+                "Open loops", obs.text, obs.importance, obs.date, project, obs.id, True
+            )
         elif obs.importance >= 0.8 or (obs.date >= recent_since and obs.importance >= 0.4):
-            entry = ContextEntry("Recent", obs.text, obs.importance, obs.date, project, obs.id, True)
+            entry = ContextEntry(
+                "Recent", obs.text, obs.importance, obs.date, project, obs.id, True
+            )
         if entry is not None:
             out.append(entry)
     return out
@@ -154,7 +164,7 @@ def _render_profile(items: list[tuple[ContextEntry, str]]) -> list[str]:
         groups.setdefault(heading, []).append(entry.text)
     lines: list[str] = []
     for heading in ("Identity", "Preferences", "Working style", "Key facts", *groups):
-        if heading in groups and groups[heading]:
+        if groups.get(heading):
             lines += [
                 "",
                 f"## {heading}",
@@ -214,8 +224,9 @@ def prepare_context(store: MemoryStore, today: date | None = None) -> PreparedCo
         ledger = store.provenance()
         projects = {key: prov.project for key, prov in ledger.items()}
         observed = _from_observations(store.read_observations().observations, projects, today)
-        entries = _distinct([e for e, _ in about] + [e for e, _ in hand_profile] + hand_active
-                            + observed)
+        entries = _distinct(
+            [e for e, _ in about] + [e for e, _ in hand_profile] + hand_active + observed
+        )
         profile_items = [(e, h) for e, h in about if e.section == "About the user"]
         profile_items += [(e, "Preferences") for e in observed if e.section == "About the user"]
         generated = {
@@ -231,7 +242,9 @@ def prepare_context(store: MemoryStore, today: date | None = None) -> PreparedCo
             "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "entries": [asdict(e) for e in entries],
         }
-        encoded = json.dumps(payload, ensure_ascii=False, indent=0).encode("utf-8")
+        # Bytes that were not UTF-8 in a memory file (kept there as they are) become U+FFFD here:
+        # the context is printed into an agent's session and must be clean text.
+        encoded = json.dumps(payload, ensure_ascii=False, indent=0).encode("utf-8", "replace")
         old = store.read_bytes(store.context_path)
         if _without_stamp(old) != _without_stamp(encoded):
             atomic_write(store.context_path, encoded)

@@ -232,7 +232,32 @@ def _provenance_values(prov: Provenance | None) -> ProvenanceValues:
     return (prov.session, prov.agent, prov.project, prov.path, prov.line_start, prov.line_end)
 
 
+def _storable(value: object) -> object:
+    """Text SQLite can store: bytes that were not UTF-8 (kept in the markdown through
+    ``surrogateescape``) become U+FFFD here; the index is derived, the file keeps its bytes."""
+    if isinstance(value, str) and any("\udc80" <= ch <= "\udcff" for ch in value):
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return value
+
+
 def _parse(
+    state: _FileState, data: bytes, ledger: dict[str, Provenance]
+) -> tuple[list[tuple[object, ...]], list[ParseIssue]]:
+    rows, issues = _parse_rows(state, data, ledger)
+    if not data.isascii() and not _is_utf8(data):
+        rows = [tuple(_storable(v) for v in row) for row in rows]
+    return rows, issues
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _parse_rows(
     state: _FileState, data: bytes, ledger: dict[str, Provenance]
 ) -> tuple[list[tuple[object, ...]], list[ParseIssue]]:
     """The ``entries`` rows of one file (columns in ``ENTRY_COLUMNS`` order) and its issues."""

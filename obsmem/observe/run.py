@@ -134,9 +134,21 @@ def run_observe(
                 report.turns += len(result.turns)
                 report.skipped.update(result.skipped)
                 llm = _observe_file(store, run, claimed, result, llm, settings, deduper, report)
-    if report.written:
+    reflected = _catch_up(store, settings, report)
+    if report.written or (reflected is not None and (reflected.written or reflected.archive.days)):
         _after_writing(store, report)
     return report
+
+
+def _catch_up(store: MemoryStore, settings: Settings, report: ObserveReport) -> Any:
+    """Run the daily reflection if it was missed (at most once a day; otherwise one small read)."""
+    from obsmem.reflect.offline import catch_up
+
+    try:
+        return catch_up(store, settings)
+    except OmError as exc:
+        report.problems.append(f"daily reflection not run: {exc}")
+        return None
 
 
 def _observe_file(
@@ -185,28 +197,7 @@ def _observe_file(
 
 
 def _after_writing(store: MemoryStore, report: ObserveReport) -> None:
-    """Bring the startup context and the index up to date with what was just written.
+    """Bring the startup context, the vault and the index up to date with what was written."""
+    from obsmem.derived import update_derived
 
-    A failure here loses nothing: the next search refreshes the index, and ``om context``
-    prepares what is missing.
-    """
-    from obsmem.context.prepare import prepare_context
-    from obsmem.index import open_index, refresh
-    from obsmem.reflect.router import route
-
-    try:
-        prepare_context(store)
-    except OmError as exc:
-        report.problems.append(f"startup context not prepared: {exc}")
-    try:
-        route(store)  # before the index refresh, so the new vault lines are searchable at once
-    except OmError as exc:
-        report.problems.append(f"vault not updated: {exc}")
-    try:
-        conn = open_index(store.index_path)
-        try:
-            refresh(store, conn)
-        finally:
-            conn.close()
-    except OmError as exc:
-        report.problems.append(f"index not refreshed: {exc}")
+    report.problems.extend(update_derived(store))

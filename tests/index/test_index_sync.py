@@ -474,3 +474,16 @@ def test_any_sequence_of_edits_matches_a_fresh_index(versions: list[list[tuple[s
                     other.close()
         finally:
             conn.close()
+
+
+def test_bytes_that_are_not_utf8_are_indexed_not_fatal(store: MemoryStore) -> None:
+    from obsmem.search import search
+
+    store.ensure()
+    store.observations_path.write_bytes(
+        b"# Observations\n\n## 2026-02-23\n\n### Observations\n\n"
+        b"- \xf0\x9f\x9f\xa1 10:00 Latin-1 caf\xe9 from an old editor\n"
+    )
+    hits = search(store, "latin editor")
+    assert [h.text for h in hits] == ["Latin-1 caf\ufffd from an old editor"]
+    assert store.observations_path.read_bytes().count(b"caf\xe9") == 1  # the file keeps its bytes

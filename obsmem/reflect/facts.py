@@ -1,0 +1,250 @@
+"""What the offline reflector decides per observation: is it the same fact, where does it belong.
+
+"The same fact" follows the observer's de-duplication (``obsmem.observe.scoring.Deduper``): equal
+normalised text, one text containing the other as whole words (24 characters or more), or a
+word-bigram Jaccard similarity of 0.8 or more. ``FactIndex`` answers "which of these texts say the
+same thing as this one" without comparing against every text: two texts can only match when they
+share at least one word bigram, so candidates come from a bigram posting list.
+
+Where a reflection goes depends on the observation's type (the original tool's sections):
+
+==============================================  ===========================================
+type                                            section
+==============================================  ===========================================
+preference                                      Preferences & Opinions
+relationship                                    Relationship & Communication
+fact, lesson                                    Key Facts & Context (identity-like facts go
+                                                to Core Identity)
+decision, project, milestone, commitment        Active Projects, ``### <project>``
+anything else (task, error, event, untyped)     Recent Themes (identity-like ones go to
+                                                Core Identity)
+==============================================  ===========================================
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Generic, TypeVar
+
+from obsmem.memory.model import Observation, normalise_text
+from obsmem.observe.scoring import Deduper
+
+__all__ = [
+    "ACTIVE_PROJECTS",
+    "ARCHIVE",
+    "CORE_IDENTITY",
+    "DORMANT",
+    "GENERAL_PROJECT",
+    "KEY_FACTS",
+    "PREFERENCES",
+    "RECENT_THEMES",
+    "RELATIONSHIP",
+    "SECTION_ORDER",
+    "FactIndex",
+    "Home",
+    "home_for",
+    "is_identity",
+    "project_name",
+    "same_fact",
+    "subject_overlap",
+]
+
+CORE_IDENTITY = "Core Identity"
+ACTIVE_PROJECTS = "Active Projects"
+PREFERENCES = "Preferences & Opinions"
+RELATIONSHIP = "Relationship & Communication"
+KEY_FACTS = "Key Facts & Context"
+RECENT_THEMES = "Recent Themes"
+DORMANT = "Dormant"
+ARCHIVE = "Archive"
+
+#: The ``##`` sections of reflections.md in reading order (the original tool's, plus Dormant).
+SECTION_ORDER: tuple[str, ...] = (
+    CORE_IDENTITY,
+    ACTIVE_PROJECTS,
+    PREFERENCES,
+    RELATIONSHIP,
+    KEY_FACTS,
+    RECENT_THEMES,
+    DORMANT,
+    ARCHIVE,
+)
+
+GENERAL_PROJECT = "General"
+
+_BY_TYPE: dict[str, str] = {
+    "preference": PREFERENCES,
+    "relationship": RELATIONSHIP,
+    "fact": KEY_FACTS,
+    "lesson": KEY_FACTS,
+    "decision": ACTIVE_PROJECTS,
+    "project": ACTIVE_PROJECTS,
+    "milestone": ACTIVE_PROJECTS,
+    "commitment": ACTIVE_PROJECTS,
+}
+
+# Statements about who the user is rather than about their work: the text starts with the user
+# and says what they are, where, or how they are called. Deliberately narrow: a false positive
+# puts a work fact among the identity lines that every session start shows.
+_ABOUT_USER = re.compile(r"^\s*(?:the\s+)?(?:user|user's|i|i'm|my)\b", re.IGNORECASE)
+_IDENTITY_CUE = re.compile(
+    r"\b(?:is an?|am an?|'s name|name is|works as|working as|works at|based in|lives in|"
+    r"located in|time ?zone|pronouns|native language|years of experience|role is|speaks)\b",
+    re.IGNORECASE,
+)
+_IDENTITY_ALONE = re.compile(r"\bcalls the assistant\b", re.IGNORECASE)
+
+
+def is_identity(text: str) -> bool:
+    """True for a statement about who the user is (name, role, place, language, time zone)."""
+    if _IDENTITY_ALONE.search(text):
+        return True
+    return bool(_ABOUT_USER.search(text) and _IDENTITY_CUE.search(text))
+
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+# Words that name no subject: sharing only these says nothing about two facts being related.
+_STOPWORDS = frozenset(
+    "a an and are as at be but by for from has have in into is it its of on or our so than that "
+    "the their then this to was were will with user users uses use now".split()
+)
+
+
+@dataclass(frozen=True)
+class Home:
+    """Where a reflection line belongs: a ``##`` section and, for projects, a ``###`` one."""
+
+    section: str
+    sub: str | None = None
+
+
+def project_name(raw: str | None) -> str:
+    """A project name fit for a ``###`` heading (one line, no markdown heading marks)."""
+    name = " ".join((raw or "").replace("#", " ").split()).strip()
+    return name[:80] or GENERAL_PROJECT
+
+
+def home_for(obs: Observation, project: str | None) -> Home:
+    """The section (and project subsection) an observation's reflection goes to."""
+    section = _BY_TYPE.get(obs.type or "", RECENT_THEMES)
+    if obs.type in (None, "fact") and is_identity(obs.text):
+        return Home(CORE_IDENTITY)
+    if section == ACTIVE_PROJECTS:
+        return Home(section, project_name(project))
+    return Home(section)
+
+
+def _words(text: str) -> list[str]:
+    return _TOKEN.findall(normalise_text(text))
+
+
+def _grams(words: list[str]) -> frozenset[tuple[str, str]]:
+    if len(words) < 2:
+        return frozenset((w, "") for w in words)
+    return frozenset(pairwise(words))
+
+
+@dataclass(frozen=True)
+class _Shape:
+    norm: str
+    joined: str  # the words with single spaces, padded: whole-word containment is a substring
+    grams: frozenset[tuple[str, str]]
+
+
+def _shape(text: str) -> _Shape:
+    words = _words(text)
+    return _Shape(normalise_text(text), f" {' '.join(words)} ", _grams(words))
+
+
+def _same(a: _Shape, b: _Shape) -> bool:
+    if a.norm == b.norm:
+        return True
+    shorter, longer = (a, b) if len(a.joined) <= len(b.joined) else (b, a)
+    if len(shorter.joined) - 2 >= Deduper.MIN_CONTAINED and shorter.joined in longer.joined:
+        return True
+    union = a.grams | b.grams
+    return bool(union) and len(a.grams & b.grams) / len(union) >= Deduper.THRESHOLD
+
+
+def same_fact(a: str, b: str) -> bool:
+    """True when two texts state the same fact (the observer's de-duplication rules)."""
+    return _same(_shape(a), _shape(b))
+
+
+def subject_overlap(a: str, b: str) -> float:
+    """Jaccard similarity of the words of two texts, or 0.0 when they share no subject word.
+
+    Used to spot a new decision or preference that contradicts an old one: "Uses Alembic for
+    migrations" and "Uses Aerich for migrations" share most words (0.6) and the subject word
+    "migrations", without being the same fact. Subject words are the ones of three letters or
+    more that are not stopwords ("uses", "for", "the").
+    """
+    x, y = set(_words(a)), set(_words(b))
+    if not x or not y:
+        return 0.0
+    if not any(len(w) > 2 and w not in _STOPWORDS for w in x & y):
+        return 0.0
+    return len(x & y) / len(x | y)
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+class FactIndex(Generic[K]):
+    """Texts under keys; ``matches(text)`` gives the keys whose text is the same fact."""
+
+    def __init__(self, items: Iterable[tuple[K, str]] = ()) -> None:
+        self._shapes: dict[K, _Shape] = {}
+        self._order: dict[K, int] = {}
+        self._postings: dict[tuple[str, str], set[K]] = {}
+        self._next = 0
+        for key, text in items:
+            self.add(key, text)
+
+    def __len__(self) -> int:
+        return len(self._shapes)
+
+    def add(self, key: K, text: str) -> None:
+        """Index ``text`` under ``key`` (replacing what ``key`` held before)."""
+        self.remove(key)
+        shape = _shape(text)
+        self._shapes[key] = shape
+        self._order[key] = self._next
+        self._next += 1
+        for gram in shape.grams:
+            self._postings.setdefault(gram, set()).add(key)
+
+    def remove(self, key: K) -> None:
+        """Forget ``key`` (nothing happens when it is not indexed)."""
+        shape = self._shapes.pop(key, None)
+        if shape is None:
+            return
+        del self._order[key]
+        for gram in shape.grams:
+            keys = self._postings.get(gram)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._postings[gram]
+
+    def matches(self, text: str) -> list[K]:
+        """Keys whose text is the same fact as ``text``, in the order they were added."""
+        shape = _shape(text)
+        shared: dict[K, int] = {}
+        for gram in shape.grams:
+            for key in self._postings.get(gram, ()):
+                shared[key] = shared.get(key, 0) + 1
+        mine = len(shape.grams)
+        found = []
+        for key, count in shared.items():
+            other = self._shapes[key]
+            theirs = len(other.grams)
+            # Only texts sharing every bigram of the shorter one (equal or contained) or enough
+            # bigrams for the Jaccard threshold can match: skip the rest without comparing.
+            jaccard_possible = count >= Deduper.THRESHOLD * (mine + theirs - count)
+            if (count >= min(mine, theirs) or jaccard_possible) and _same(shape, other):
+                found.append(key)
+        return sorted(found, key=self._order.__getitem__)
