@@ -101,9 +101,19 @@ _ROUTINE_REPLY = re.compile(
 _ENTITY = re.compile(r"`([^`]{2,40})`|\b([A-Z][a-zA-Z0-9]+(?:[A-Z][a-z0-9]+)+|[A-Z]{2,}[a-z]*)\b")
 
 
+_MARKUP = re.compile(r"\*\*|__|`{3}\w*|^\s*(?:\d+[.)]|[-*+>#]+)\s+")
+_LABEL = re.compile(r"^[\w /&-]{1,30}:\s+(?=\S)")  # "Approach: ...", "Fix: ..."
+
+
 def _sentences(text: str) -> Iterable[str]:
+    """Sentences of prose: markdown emphasis, list numbers and short labels removed; table rows,
+    code and headings skipped (they are layout, not statements)."""
     for part in _SENTENCE.split(text):
-        part = part.strip(" \t-*>#")
+        stripped = part.strip()
+        if stripped.startswith(("|", "```", "#", "    ")) or stripped.count("|") >= 2:
+            continue
+        part = _MARKUP.sub("", stripped).strip(" \t-*>#:")
+        part = _LABEL.sub("", part, count=1)
         if len(part) >= 12:
             yield part
 
