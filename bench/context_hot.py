@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_cold import build  # noqa: E402 - the same synthetic memory as the search benchmark
+from search_cold import build
 
-from obsmem.context.prepare import prepare_context  # noqa: E402
+from obsmem.context.prepare import prepare_context
 
 HEAVY = ("anthropic", "openai", "numpy", "fastembed", "click", "rich", "sqlite3")
 

@@ -1,0 +1,389 @@
+"""Retrieval recall on LoCoMo: om's own index and search against a plain BM25 baseline.
+
+Usage: python bench/locomo_recall.py --data PATH [--json] [--limit-conversations N]
+
+For each conversation, every turn becomes one observation (its text, plus the image caption when
+there is one) under the day of its session, written with ``MemoryStore.add_observations`` into a
+temporary memory directory; each question is then run through ``obsmem.search.search``, the same
+path ``om search`` takes (index refresh included). Scoring follows LoCoMo's ``recall_acc`` as
+``../shared/eval/README.md`` defines it: Recall@k is the share of a question's evidence turns
+found in the top k, at turn level and at session level (sessions ranked by their best turn),
+per category, overall over categories 1-4, with category 5 (adversarial) listed separately.
+
+The baseline is a small Okapi BM25 (k1=1.5, b=0.75, lower-cased alphanumeric tokens, no
+stopwords, rank-bm25's idf floor) over the same documents, the README's reference method, so the
+product's figure can be read against it. No LLM and no network are involved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from obsmem.index import rebuild
+from obsmem.memory.store import MemoryStore, new_observation
+from obsmem.search import search
+
+KS = (5, 10)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+#: Categories averaged into "overall"; 5 (adversarial) has no true answer and is reported apart.
+SCORED_CATEGORIES = (1, 2, 3, 4)
+#: How many turns are fetched to rank sessions: ten turns often span fewer than ten sessions.
+SESSION_DEPTH = 60
+
+_SESSION_KEY = re.compile(r"^session_(\d+)$")
+_DIA = re.compile(r"^D(\d+):(\d+)$")
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn of a conversation, as indexed."""
+
+    dia_id: str
+    session: int
+    date: str  # YYYY-MM-DD, from the session's date_time
+    time: str | None  # HH:MM
+    text: str
+
+
+@dataclass(frozen=True)
+class Question:
+    """One scorable question: its evidence turns are normalised and known to exist."""
+
+    text: str
+    category: int
+    evidence: tuple[str, ...]
+
+
+@dataclass
+class Conversation:
+    """The turns and the scorable questions of one LoCoMo sample."""
+
+    sample_id: str
+    turns: list[Turn]
+    questions: list[Question]
+    skipped: int = 0  # questions left without any valid evidence
+
+
+@dataclass
+class Tally:
+    """Sums of per-question recall, by level, k and category, for averaging at the end."""
+
+    sums: dict[tuple[str, int, int], float] = field(default_factory=lambda: defaultdict(float))
+    counts: Counter[int] = field(default_factory=Counter)
+
+    def add(
+        self,
+        category: int,
+        turn_ranked: Sequence[str],
+        evidence: Sequence[str],
+        deep: Sequence[str] | None = None,
+    ) -> None:
+        """Score one question from its ranked dia_ids (best first, distinct).
+
+        Sessions are ranked from ``deep`` when given: a longer list of the same ranking, since
+        ten turns often span fewer than ten sessions.
+        """
+        self.counts[category] += 1
+        sessions = rank_sessions(deep if deep is not None else turn_ranked)
+        wanted_sessions = [str(session_of(e)) for e in evidence]
+        for k in KS:
+            self.sums[("turn", k, category)] += recall_at(turn_ranked, evidence, k)
+            self.sums[("session", k, category)] += recall_at(sessions, wanted_sessions, k)
+
+    def summary(self) -> dict[str, Any]:
+        """Mean recall per level and k: overall (categories 1-4), per category, and category 5."""
+        out: dict[str, Any] = {}
+        scored = sum(self.counts[c] for c in SCORED_CATEGORIES)
+        for level in ("turn", "session"):
+            for k in KS:
+                total = sum(self.sums[(level, k, c)] for c in SCORED_CATEGORIES)
+                out[f"{level}.recall@{k}"] = round(total / scored, 4) if scored else None
+                for c in CATEGORIES:
+                    n = self.counts[c]
+                    value = round(self.sums[(level, k, c)] / n, 4) if n else None
+                    out[f"{level}.recall@{k}.cat{c}"] = value
+        out["questions"] = scored
+        out["questions.cat5"] = self.counts[5]
+        return out
+
+
+# -- data -------------------------------------------------------------------------------------
+
+
+def normalise_evidence(raw: Iterable[str]) -> list[str]:
+    """Evidence ids as ``D<session>:<turn>``, repairing the README's malformed forms.
+
+    ``"D8:6; D9:17"`` and space-joined lists are split, ``D:11:26`` becomes ``D11:26``, ``D30:05``
+    becomes ``D30:5``; anything that still does not name a turn is dropped. Order is kept and
+    duplicates removed, so a turn cited twice does not count twice.
+    """
+    out: dict[str, None] = {}
+    for item in raw:
+        for piece in re.split(r"[;\s,]+", str(item)):
+            piece = piece.strip()
+            if piece.startswith("D:"):
+                piece = "D" + piece[2:]
+            match = _DIA.match(piece)
+            if match:
+                out.setdefault(f"D{int(match.group(1))}:{int(match.group(2))}", None)
+    return list(out)
+
+
+def session_of(dia_id: str) -> int:
+    """The session number of a normalised dia_id (``D3:7`` is session 3)."""
+    return int(dia_id[1:].split(":", 1)[0])
+
+
+def parse_session_time(value: str) -> tuple[str, str | None]:
+    """``"1:56 pm on 8 May, 2023"`` as (``"2023-05-08"``, ``"13:56"``)."""
+    stamp = datetime.strptime(" ".join(value.split()), "%I:%M %p on %d %B, %Y")
+    return stamp.date().isoformat(), stamp.strftime("%H:%M")
+
+
+def turn_text(turn: Mapping[str, Any]) -> str:
+    """What a turn says, as one observation: the speaker, the text and any image caption.
+
+    The speaker is kept because that is how a memory records a conversation ("Caroline: ..."),
+    and questions are asked about people by name.
+    """
+    text = " ".join(str(turn.get("text", "")).split())
+    caption = turn.get("blip_caption")
+    if caption:
+        text = f"{text} [image: {' '.join(str(caption).split())}]"
+    return f"{turn.get('speaker', '')}: {text}".strip()
+
+
+def load_conversation(sample: Mapping[str, Any]) -> Conversation:
+    """Turns (sessions with a non-empty turn list only) and the questions that can be scored."""
+    conv = sample["conversation"]
+    turns: list[Turn] = []
+    sessions = sorted(
+        int(m.group(1)) for key in conv if (m := _SESSION_KEY.match(key)) and conv[key]
+    )
+    for number in sessions:
+        day, clock = parse_session_time(conv[f"session_{number}_date_time"])
+        for turn in conv[f"session_{number}"]:
+            dia = normalise_evidence([turn["dia_id"]])
+            if dia:
+                turns.append(Turn(dia[0], number, day, clock, turn_text(turn)))
+    known = {t.dia_id for t in turns}
+    questions: list[Question] = []
+    skipped = 0
+    for qa in sample["qa"]:
+        evidence = tuple(e for e in normalise_evidence(qa.get("evidence", [])) if e in known)
+        if not evidence:
+            skipped += 1
+            continue
+        questions.append(Question(str(qa["question"]), int(qa["category"]), evidence))
+    return Conversation(str(sample.get("sample_id", "?")), turns, questions, skipped)
+
+
+# -- scoring ----------------------------------------------------------------------------------
+
+
+def recall_at(ranked: Sequence[str], wanted: Sequence[str], k: int) -> float:
+    """The share of the distinct ``wanted`` items found in the first ``k`` of ``ranked``."""
+    targets = set(wanted)
+    if not targets:
+        return 0.0
+    return len(targets & set(ranked[:k])) / len(targets)
+
+
+def rank_sessions(turn_ranked: Sequence[str]) -> list[str]:
+    """Sessions in the order of their best turn (session numbers as strings)."""
+    seen: dict[str, None] = {}
+    for dia in turn_ranked:
+        seen.setdefault(str(session_of(dia)), None)
+    return list(seen)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0-1) of ``values`` by linear interpolation (0.0 when empty)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    low = math.floor(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+# -- the baseline -----------------------------------------------------------------------------
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased alphanumeric runs, the README reference's tokenisation."""
+    return _TOKEN.findall(text.lower())
+
+
+class OkapiBM25:
+    """Okapi BM25 as rank-bm25's ``BM25Okapi`` computes it (negative idf floored at 0.25 x mean)."""
+
+    def __init__(self, docs: Sequence[Sequence[str]], k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self.freqs = [Counter(doc) for doc in docs]
+        self.lengths = [len(doc) for doc in docs]
+        self.avgdl = sum(self.lengths) / len(docs) if docs else 0.0
+        df: Counter[str] = Counter()
+        for freq in self.freqs:
+            df.update(freq.keys())
+        n = len(docs)
+        self.idf = {t: math.log(n - c + 0.5) - math.log(c + 0.5) for t, c in df.items()}
+        mean = sum(self.idf.values()) / len(self.idf) if self.idf else 0.0
+        floor = 0.25 * mean
+        self.idf = {t: (v if v >= 0 else floor) for t, v in self.idf.items()}
+
+    def scores(self, query: Sequence[str]) -> list[float]:
+        """One score per document, higher is better."""
+        out = [0.0] * len(self.freqs)
+        for term in query:
+            idf = self.idf.get(term)
+            if idf is None:
+                continue
+            for i, freq in enumerate(self.freqs):
+                tf = freq.get(term)
+                if tf:
+                    norm = self.k1 * (1 - self.b + self.b * self.lengths[i] / self.avgdl)
+                    out[i] += idf * tf * (self.k1 + 1) / (tf + norm)
+        return out
+
+    def rank(self, query: Sequence[str], limit: int) -> list[int]:
+        """Indexes of the best ``limit`` documents; ties go to the earlier document."""
+        scores = self.scores(query)
+        return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:limit]
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+def index_conversation(home: Path, conversation: Conversation) -> dict[str, list[str]]:
+    """Write the turns as observations into a new memory at ``home`` and build its index.
+
+    Returns observation id -> dia_ids. Two turns with the same text on the same day share an
+    observation id (the store de-duplicates them by design), so an id can stand for several turns.
+    """
+    store = MemoryStore(home, environ={"OM_HOME": str(home)}).ensure()
+    observations = []
+    mapping: dict[str, list[str]] = defaultdict(list)
+    for turn in conversation.turns:
+        obs = new_observation(turn.text, date=turn.date, time=turn.time)
+        observations.append(obs)
+        mapping[obs.id].append(turn.dia_id)
+    store.add_observations(observations)
+    indexed = rebuild(store).entries
+    if indexed != len(mapping):
+        # A turn the markdown did not round-trip would silently cap recall: refuse to score.
+        raise SystemExit(
+            f"{conversation.sample_id}: {indexed} entries indexed, {len(mapping)} written"
+        )
+    return dict(mapping)
+
+
+def expand(ids: Iterable[str], mapping: Mapping[str, Sequence[str]]) -> list[str]:
+    """Hit ids as distinct dia_ids, in rank order (a shared id yields all of its turns)."""
+    out: dict[str, None] = {}
+    for entry_id in ids:
+        for dia in mapping.get(entry_id, ()):
+            out.setdefault(dia, None)
+    return list(out)
+
+
+def run(data: list[dict[str, Any]], limit_conversations: int | None = None) -> dict[str, Any]:
+    """Score om and the baseline on every conversation; return the report as a dict."""
+    product, baseline = Tally(), Tally()
+    latencies: list[float] = []
+    turns = skipped = 0
+    conversations = data[:limit_conversations] if limit_conversations else data
+    started = time.perf_counter()
+    for sample in conversations:
+        conversation = load_conversation(sample)
+        turns += len(conversation.turns)
+        skipped += conversation.skipped
+        bm25 = OkapiBM25([tokens(t.text) for t in conversation.turns])
+        with tempfile.TemporaryDirectory(prefix="om-locomo-") as tmp:
+            home = Path(tmp) / "memory"
+            mapping = index_conversation(home, conversation)
+            store = MemoryStore(home, environ={"OM_HOME": str(home)})
+            for question in conversation.questions:
+                began = time.perf_counter()
+                hits = search(store, question.text, limit=max(KS))
+                latencies.append((time.perf_counter() - began) * 1000)
+                ranked = expand((h.id for h in hits), mapping)[: max(KS)]
+                # Untimed: the same ranking, deeper, so that sessions can be ranked ten deep.
+                deep = search(store, question.text, limit=SESSION_DEPTH)
+                deep_ranked = expand((h.id for h in deep), mapping)
+                product.add(question.category, ranked, question.evidence, deep_ranked)
+                order = bm25.rank(tokens(question.text), SESSION_DEPTH)
+                base_ranked = [conversation.turns[i].dia_id for i in order]
+                baseline.add(
+                    question.category, base_ranked[: max(KS)], question.evidence, base_ranked
+                )
+    report: dict[str, Any] = product.summary()
+    report["latency_ms.p50"] = round(percentile(latencies, 0.50), 2)
+    report["latency_ms.p95"] = round(percentile(latencies, 0.95), 2)
+    report["baseline_bm25"] = baseline.summary()
+    report["conversations"] = len(conversations)
+    report["turns"] = turns
+    report["questions_skipped_no_evidence"] = skipped
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    return report
+
+
+def render(report: Mapping[str, Any]) -> str:
+    """The report as a readable table: om against the BM25 baseline."""
+    base = report["baseline_bm25"]
+    lines = [
+        f"LoCoMo retrieval: {report['conversations']} conversations, {report['turns']} turns, "
+        f"{report['questions']} questions (categories 1-4) + {report['questions.cat5']} "
+        f"adversarial; {report['questions_skipped_no_evidence']} skipped (no evidence)",
+        "",
+        f"{'level':<28}{'om R@5':>9}{'om R@10':>9}{'bm25 R@5':>10}{'bm25 R@10':>11}",
+    ]
+    rows = [("turn, categories 1-4", "")] + [
+        (f"turn, {c} {CATEGORIES[c]}", f".cat{c}") for c in CATEGORIES
+    ]
+    rows += [("session, categories 1-4", "")]
+    for label, suffix in rows:
+        level = label.split(",", 1)[0]
+        cells = [source.get(f"{level}.recall@{k}{suffix}") for source in (report, base) for k in KS]
+        text = "".join(
+            f"{'-' if v is None else f'{v:.3f}':>{w}}"
+            for v, w in zip(cells, (9, 9, 10, 11), strict=True)
+        )
+        lines.append(f"{label:<28}{text}")
+    lines += [
+        "",
+        f"om query latency: p50 {report['latency_ms.p50']} ms, p95 {report['latency_ms.p95']} ms "
+        f"(search() with index freshness check, limit 10); total {report['seconds']} s",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, type=Path, help="a LoCoMo JSON file")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--limit-conversations", type=int, default=None, metavar="N")
+    args = parser.parse_args(argv)
+    data = json.loads(args.data.read_text(encoding="utf-8"))
+    report = run(data, args.limit_conversations)
+    print(json.dumps(report, indent=1, sort_keys=True) if args.json else render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

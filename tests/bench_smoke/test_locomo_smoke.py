@@ -1,0 +1,124 @@
+"""The LoCoMo benchmark's data handling and scoring, on a tiny hand-made conversation.
+
+The full benchmark (``bench/locomo_recall.py``) is not part of the test suite; this checks that
+its evidence repair, recall arithmetic and end-to-end run through om's search are right, so a
+figure recorded in docs/benchmarks.md cannot come from broken scoring.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+_SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "locomo_recall.py"
+
+
+def _load() -> ModuleType:
+    # bench/ is a folder of scripts, not a package: load the file under a name no test uses.
+    spec = importlib.util.spec_from_file_location("bench_locomo_recall", _SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being created
+    spec.loader.exec_module(module)
+    return module
+
+
+L = _load()
+
+SAMPLE: dict[str, Any] = {
+    "sample_id": "tiny",
+    "conversation": {
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a greyhound called Pixel."},
+            {"speaker": "Ben", "dia_id": "D1:2", "text": "Lovely! I started pottery classes."},
+            {
+                "speaker": "Ana",
+                "dia_id": "D1:3",
+                "text": "Look at this.",
+                "blip_caption": "a photo of a lighthouse on a cliff",
+            },
+        ],
+        "session_2_date_time": "9:05 am on 20 June, 2023",
+        "session_2": [
+            {"speaker": "Ben", "dia_id": "D2:1", "text": "My pottery bowl won a prize."},
+            {"speaker": "Ana", "dia_id": "D2:2", "text": "Pixel ran the marathon with me."},
+            {"speaker": "Ben", "dia_id": "D2:3", "text": "Great weather for running today."},
+        ],
+        "session_3_date_time": "10:00 am on 1 July, 2023",  # a date with no turns: ignored
+    },
+    "qa": [
+        {"question": "What is the name of Ana's greyhound?", "evidence": ["D1:1"], "category": 4},
+        {"question": "What did Ben make in pottery?", "evidence": ["D1:2; D2:1"], "category": 1},
+        {"question": "What did Ana photograph?", "evidence": ["D:1:3"], "category": 3},
+        {"question": "Who is the mayor?", "evidence": ["D", "D9:1"], "category": 2},
+    ],
+}
+
+
+def test_evidence_is_repaired_as_the_readme_says() -> None:
+    assert L.normalise_evidence(["D8:6; D9:17"]) == ["D8:6", "D9:17"]
+    assert L.normalise_evidence(["D:11:26", "D30:05", "D", "D1:2 D1:3", "D1:2"]) == [
+        "D11:26",
+        "D30:5",
+        "D1:2",
+        "D1:3",
+    ]
+
+
+def test_recall_and_session_ranking() -> None:
+    assert L.recall_at(["D1:1", "D2:2", "D1:3"], ["D1:3", "D2:9"], 2) == 0.0
+    assert L.recall_at(["D1:1", "D2:2", "D1:3"], ["D1:3", "D2:9"], 3) == 0.5
+    assert L.recall_at(["D1:1"], ["D1:1", "D1:1"], 5) == 1.0  # duplicates count once
+    assert L.rank_sessions(["D2:1", "D1:4", "D2:3", "D3:1"]) == ["2", "1", "3"]
+    assert L.percentile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5
+
+
+def test_conversation_loading() -> None:
+    conv = L.load_conversation(SAMPLE)
+    assert [t.dia_id for t in conv.turns] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2", "D2:3"]
+    assert (conv.turns[0].date, conv.turns[0].time) == ("2023-05-08", "13:56")
+    assert conv.turns[3].time == "09:05"
+    assert "lighthouse" in conv.turns[2].text and conv.turns[2].text.startswith("Ana: ")
+    # The last question names no existing turn once repaired, so it is skipped.
+    assert conv.skipped == 1
+    assert [q.evidence for q in conv.questions] == [("D1:1",), ("D1:2", "D2:1"), ("D1:3",)]
+
+
+def test_tally_averages_by_category() -> None:
+    tally = L.Tally()
+    tally.add(4, ["D1:1", "D1:2"], ["D1:1"])
+    tally.add(1, ["D2:2"] * 1, ["D1:2", "D2:1"])
+    tally.add(5, ["D1:1"], ["D1:1"])
+    summary = tally.summary()
+    assert summary["turn.recall@10.cat4"] == 1.0
+    assert summary["turn.recall@10.cat1"] == 0.0
+    assert summary["turn.recall@10"] == 0.5  # category 5 is not in the overall figure
+    assert summary["session.recall@10.cat1"] == 0.5  # session 2 found, session 1 not
+    assert summary["questions"] == 2 and summary["questions.cat5"] == 1
+
+
+def test_baseline_bm25_prefers_the_rarer_matching_term() -> None:
+    docs = [L.tokens(t) for t in ("pottery bowl", "pottery class", "greyhound pixel", "x y z")]
+    bm25 = L.OkapiBM25(docs)
+    assert bm25.rank(L.tokens("pottery bowl"), 2) == [0, 1]
+    assert bm25.rank(L.tokens("Pixel?"), 1) == [2]
+
+
+@pytest.mark.parametrize("limit", [None, 1])
+def test_end_to_end_through_om_search(limit: int | None) -> None:
+    report = L.run([SAMPLE, SAMPLE], limit)
+    assert report["conversations"] == (1 if limit else 2)
+    assert report["turns"] == (6 if limit else 12)
+    # Every question's evidence is among six turns, so ten results find all of it.
+    assert report["turn.recall@10"] == 1.0
+    assert report["baseline_bm25"]["turn.recall@10"] == 1.0
+    assert report["turn.recall@5"] >= 2 / 3
+    assert "turn, categories 1-4" in L.render(report)
