@@ -111,6 +111,10 @@ class ReflectReport:
     diff: str = ""
     files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    llm_sections: int = 0  # sections the LLM reflector answered for
+    llm_applied: int = 0  # its operations applied
+    llm_rejected: int = 0  # its operations rejected by validation
+    llm_failed: int = 0  # requests that failed: offline rules or deferred (OM_FALLBACK)
     archive: ArchiveReport = field(default_factory=ArchiveReport)
 
     def to_dict(self) -> dict[str, Any]:
@@ -127,6 +131,7 @@ def reflect(
     today: date | None = None,
     dry_run: bool = False,
     now: datetime | None = None,
+    provider: Any = ...,
 ) -> ReflectReport:
     """Fold new observations into ``reflections.md``, then archive old observation days.
 
@@ -134,29 +139,47 @@ def reflect(
     ``Last updated`` (default: the current time, UTC). With ``dry_run`` nothing is written: the
     report's ``diff`` shows what would change in ``reflections.md`` and ``archive.days`` the days
     that would move to the archive.
+
+    With an LLM provider configured (or ``provider`` given; None forces the offline rules), new
+    observations go to the LLM reflector first, section by section (``obsmem.reflect.llm``); the
+    offline rules then consider those it did not place, and age and cap the file as always.
     """
     today = today or date.today()
     now = now or datetime.now(UTC)
     report = ReflectReport(today=today.isoformat(), dry_run=dry_run)
     report.max_lines = settings.reflections_max_lines
-    provider = settings.effective_provider()
-    if provider != "none":
-        report.notes.append(
-            f"LLM provider {provider} is configured, but the LLM reflector is not available "
-            "yet: used the offline reflector"
-        )
+    llm = _llm_provider(store, settings, report) if provider is ... else provider
     if dry_run:
-        _reflect(store, settings, today, now, report, write=False)
+        _reflect(store, settings, today, now, report, write=False, llm=llm)
         report.archive = archive_observations(store, settings, today=today, dry_run=True)
         return report
     with store.lock():
-        _reflect(store, settings, today, now, report, write=True)
+        _reflect(store, settings, today, now, report, write=True, llm=llm)
         report.archive = archive_observations(store, settings, today=today)
     if report.written or report.archive.days:
         from obsmem.derived import update_derived
 
         report.notes.extend(update_derived(store))
     return report
+
+
+def _llm_provider(store: MemoryStore, settings: Settings, report: ReflectReport) -> Any:
+    """The metered reflector provider, or None for the offline rules. Imported lazily: the
+    offline path must not load any SDK."""
+    if settings.effective_provider() == "none":
+        return None
+    from obsmem.errors import ProviderError
+    from obsmem.observe.providers import get_provider
+    from obsmem.observe.usage import MeteredProvider
+
+    try:
+        provider = get_provider(settings, "reflector")
+    except ProviderError as exc:  # its SDK is not installed: the rules still work
+        report.notes.append(f"LLM reflector unavailable ({exc}): used the offline rules")
+        return None
+    if provider is None:
+        return None
+    return MeteredProvider(provider, store.usage_path, settings)
 
 
 def catch_up(
@@ -186,6 +209,7 @@ def _reflect(
     report: ReflectReport,
     *,
     write: bool,
+    llm: Any = None,
 ) -> None:
     path = store.home / REFLECTIONS_FILE
     before = store.read_bytes(path)
@@ -202,12 +226,29 @@ def _reflect(
             found = doc.find(place.line.rid)
             if found is not None:
                 doc.remove(found)
-    reflector = _Reflector(doc, pool, store.provenance(), cited, report, today)
-    for obs in pool:
-        if last is None or obs.date > last:
+    ledger = store.provenance()
+    new = [o for o in pool if (last is None or o.date > last) and o.id not in cited]
+    deferred: set[str] = set()
+    if llm is not None and new:
+        from obsmem.reflect.llm import reflect_with_llm
+
+        # The model goes first; what it did not place (or what its failed sections held, with
+        # OM_FALLBACK=rules) is still considered by the rules below, so skipping loses nothing.
+        deferred = reflect_with_llm(
+            doc, new, ledger, cited, llm, report, fallback=settings.fallback
+        )
+    reflector = _Reflector(doc, pool, ledger, cited, report, today)
+    for obs in new:
+        if obs.id not in deferred:
             reflector.consider(obs)
+    if llm is not None:
+        report.considered = len(new)
     reflector.age()
     yesterday = (today - timedelta(days=1)).isoformat()
+    if deferred:
+        # Deferred observations must be after Last reflected for the next run to see them.
+        first = min(o.date for o in new if o.id in deferred)
+        yesterday = min(yesterday, (date.fromisoformat(first) - timedelta(days=1)).isoformat())
     report.last_reflected = max(last, yesterday) if last else yesterday
     stamp = now.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
     # Both stamps exist before the cap counts lines; Last updated keeps its old value until we

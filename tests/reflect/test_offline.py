@@ -392,16 +392,6 @@ def test_catch_up_runs_only_when_a_day_was_missed(store: MemoryStore) -> None:
     assert catch_up(store, SETTINGS, date(2026, 3, 11)) is None
 
 
-def test_configured_provider_still_reflects_offline_and_says_so(store: MemoryStore) -> None:
-    store.add_observations([obs("An important fact", "2026-03-02", i=0.9)])
-    report = run(store, "2026-03-03", Settings(llm_provider="openai", openai_api_key="sk-test"))
-    assert report.promoted == 1
-    assert report.notes == [
-        "LLM provider openai is configured, but the LLM reflector is not available yet: "
-        "used the offline reflector"
-    ]
-
-
 @pytest.mark.parametrize(
     "path", sorted(FIXTURES.rglob("*.md")), ids=lambda p: f"{p.parent.name}/{p.name}"
 )

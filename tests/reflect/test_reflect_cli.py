@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fakes.llm_server import ErrorReply, FakeLLMServer
 
 from obsmem.cli import cli
 from obsmem.memory.sections import parse_sections
@@ -72,17 +73,18 @@ def test_json_report(home: Path) -> None:
     assert data["diff"].startswith("--- a/reflections.md")
 
 
-def test_configured_provider_is_named_in_one_line(
-    home: Path, monkeypatch: pytest.MonkeyPatch
+def test_llm_failure_and_fallback_are_noted(
+    home: Path, monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLMServer
 ) -> None:
-    monkeypatch.setenv("OM_LLM_PROVIDER", "anthropic")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("OM_LLM_PROVIDER", "openai-compatible")
+    monkeypatch.setenv("OM_LLM_BASE_URL", fake_llm.base_url_openai)
+    monkeypatch.setenv("OM_LLM_MODEL", "m")
+    monkeypatch.setenv("OM_LLM_MAX_RETRIES", "0")
+    fake_llm.push(ErrorReply(401, "bad key"))
     store = MemoryStore(home)
     store.add_observations([new_observation("x" * 30, date=date.today().isoformat())])
     code, out = run("reflect")
     assert code == 0
     notes = [line for line in out.splitlines() if "LLM reflector" in line]
-    assert notes == [
-        "  note: LLM provider anthropic is configured, but the LLM reflector is not "
-        "available yet: used the offline reflector"
-    ]
+    assert len(notes) == 1 and "provider failed" in notes[0]
+    assert notes[0].endswith("reflected by the offline rules (OM_FALLBACK=rules)")
