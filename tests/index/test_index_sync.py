@@ -16,7 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from obsmem.errors import MemoryFileError
-from obsmem.index import index_issues, index_status, open_index, rebuild, refresh
+from obsmem.index import (
+    SCHEMA_VERSION,
+    index_issues,
+    index_status,
+    open_index,
+    rebuild,
+    refresh,
+)
 from obsmem.index.sync import FileIssue, RefreshReport, entry_kind
 from obsmem.memory.ledger import append_provenance
 from obsmem.memory.model import Provenance
@@ -348,7 +355,8 @@ def test_index_status(store: MemoryStore) -> None:
     rebuild(store)
     status = index_status(store)
     assert {k: status[k] for k in ("exists", "healthy", "schema_version", "entries", "files")} == {
-        "exists": True, "healthy": True, "schema_version": 1, "entries": 9, "files": len(FILES),
+        "exists": True, "healthy": True, "schema_version": SCHEMA_VERSION, "entries": 9,
+        "files": len(FILES),
     }  # fmt: skip
     assert status["stale_files"] == 0
     write(store, "active.md", "# Active\n\n## Now\n\n- Something else entirely\n")

@@ -1,0 +1,183 @@
+"""Hybrid search: BM25 and embedding rankings fused by reciprocal rank, with small boosts.
+
+The pieces are pure functions (``rrf_fuse``, ``clear_winner``, ``boost``, ``fused_order``) so they
+can be tested without an index or a model; ``hybrid_query`` wires them to the index.
+
+How one query is answered (``hybrid_query``):
+
+1. ``VectorStore.sync`` embeds the entries whose text has no vector yet (normally none: only what
+   changed since the last hybrid query), then the query text is embedded.
+2. Two candidate lists of ``POOL`` entries: BM25 (FTS5, as ``om search`` with BM25 only) and
+   cosine similarity over every entry's vector.
+3. Reciprocal rank fusion: an entry at rank r (1-based) of a list with weight w earns
+   ``w / (k + r)``, summed over the lists (k = 60, ``OM_SEARCH_RRF_K``; weights
+   ``OM_SEARCH_BM25_WEIGHT`` and ``OM_SEARCH_VECTOR_WEIGHT``).
+4. Boosts multiply the fused score by ``1 + importance_boost * importance + recency_boost *
+   0.5 ** (age_days / half_life)``: small by default, so they reorder near ties only.
+5. Unambiguous BM25 winner: when BM25's best score is at least ``OM_SEARCH_WINNER_RATIO`` times
+   its second best (or it is BM25's only match), an exact keyword hit is the answer, and the
+   fusion does not get to demote it: it stays first and the fused order fills the other places.
+   A ratio of 0 turns this off.
+6. Vault copies are dropped as in BM25 search (``distinct_rows``); a hit's ``score`` is its
+   boosted fused score.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import date as Date
+from typing import TYPE_CHECKING
+
+from obsmem.search.bm25 import ROW_SQL, Hit, bm25_rows, distinct_rows, hit_from_row
+from obsmem.search.vectors import VectorStore
+
+if TYPE_CHECKING:
+    from obsmem.search.embeddings import Embedder
+    from obsmem.settings import Settings
+
+__all__ = [
+    "POOL",
+    "boost",
+    "clear_winner",
+    "fused_order",
+    "hybrid_query",
+    "rrf_fuse",
+]
+
+#: Candidates taken from each ranking before fusion (at least; more for a large ``limit``).
+POOL = 50
+
+
+def rrf_fuse(
+    rankings: Sequence[Sequence[int]], weights: Sequence[float], k: float = 60.0
+) -> dict[int, float]:
+    """Reciprocal rank fusion: each id's sum of ``weight / (k + rank)`` over the rankings.
+
+    ``rankings`` are lists of ids, best first (rank 1); an id missing from a list earns nothing
+    from it. A repeated id counts at its best rank only.
+    """
+    if len(rankings) != len(weights):
+        raise ValueError("one weight per ranking")
+    scores: dict[int, float] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        seen: set[int] = set()
+        for rank, item in enumerate(ranking, start=1):
+            if item in seen:
+                continue
+            seen.add(item)
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    return scores
+
+
+def clear_winner(scores: Sequence[float], ratio: float) -> bool:
+    """True when the first of ``scores`` (BM25, higher is better, best first) clearly wins.
+
+    That is: there is a first score above 0, and either no second one or the first is at least
+    ``ratio`` times the second. ``ratio`` <= 1 never declares a winner (turned off).
+    """
+    if ratio <= 1.0 or not scores or scores[0] <= 0.0:
+        return False
+    if len(scores) == 1 or scores[1] <= 0.0:
+        return True
+    return scores[0] >= ratio * scores[1]
+
+
+def boost(
+    score: float,
+    importance: float | None,
+    age_days: float | None,
+    *,
+    importance_weight: float,
+    recency_weight: float,
+    half_life_days: float,
+) -> float:
+    """``score`` raised by an entry's importance (0-1) and recency (halving every half-life).
+
+    Unknown importance or date adds nothing; a date in the future counts as today.
+    """
+    factor = 1.0
+    if importance is not None:
+        factor += importance_weight * min(max(importance, 0.0), 1.0)
+    if age_days is not None and half_life_days > 0:
+        factor += recency_weight * 0.5 ** (max(age_days, 0.0) / half_life_days)
+    return score * factor
+
+
+def fused_order(scores: Mapping[int, float], pinned: int | None = None) -> list[int]:
+    """Ids by descending score (ties: lower id first), with ``pinned`` moved to the front."""
+    order = sorted(scores, key=lambda item: (-scores[item], item))
+    if pinned is not None:
+        order = [pinned, *(item for item in order if item != pinned)]
+    return order
+
+
+def _age_days(value: object, today: Date) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return float((today - Date.fromisoformat(value[:10])).days)
+    except ValueError:
+        return None
+
+
+def _importance(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def hybrid_query(
+    conn: sqlite3.Connection,
+    query: str,
+    expression: str,
+    limit: int,
+    embedder: Embedder,
+    settings: Settings,
+    *,
+    today: Date | None = None,
+) -> list[Hit]:
+    """The best ``limit`` hits for ``query`` by fused BM25 and vector rank (see the module doc).
+
+    ``expression`` is ``fts_query(query)``. Embeds entries missing a vector first.
+    """
+    vectors = VectorStore(conn, embedder)
+    vectors.sync()
+    # Extra candidates so that dropping vault copies still leaves ``limit`` distinct entries.
+    pool = max(POOL, limit * 3)
+    keyword = bm25_rows(conn, expression, pool)
+    semantic = vectors.rank(query, pool)
+    rows: dict[int, Sequence[object]] = {int(str(row[-1])): row for row in keyword}
+    for rowid, _ in semantic:
+        if rowid not in rows:
+            found = conn.execute(ROW_SQL, (rowid,)).fetchone()
+            if found is not None:
+                rows[rowid] = tuple(found)
+    fused = rrf_fuse(
+        [[int(str(row[-1])) for row in keyword], [rowid for rowid, _ in semantic]],
+        [settings.search_bm25_weight, settings.search_vector_weight],
+        settings.search_rrf_k,
+    )
+    day = today or Date.today()
+    boosted = {
+        rowid: boost(
+            score,
+            _importance(rows[rowid][9]),
+            _age_days(rows[rowid][5], day),
+            importance_weight=settings.search_importance_boost,
+            recency_weight=settings.search_recency_boost,
+            half_life_days=settings.search_recency_half_life_days,
+        )
+        for rowid, score in fused.items()
+        if rowid in rows
+    }
+    bm25_scores = [0.0 - float(str(row[0])) for row in keyword]
+    pinned = (
+        int(str(keyword[0][-1]))
+        if clear_winner(bm25_scores, settings.search_winner_ratio)
+        else None
+    )
+    ordered = [rows[rowid] for rowid in fused_order(boosted, pinned)]
+    kept = distinct_rows(ordered, limit)
+    return [
+        hit_from_row(rank, row, boosted[int(str(row[-1]))])
+        for rank, row in enumerate(kept, start=1)
+    ]

