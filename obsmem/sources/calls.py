@@ -1,10 +1,8 @@
-"""Tool calls and their results in OpenAI-style transcripts (Codex CLI, Hermes Agent), summarised.
+"""Tool calls in OpenAI-style transcripts (Codex CLI, Hermes Agent), summarised in one line.
 
-A call becomes one ``action`` line (``Shell: npm test``, ``Patch: src/a.py``, ``terminal: ls``);
-a result becomes an ``outcome`` only when it says something worth remembering: a non-zero exit
-(with the first error lines), a tool error, test counts. Routine successes give nothing: the
-action line already says the call happened, and whole outputs are never kept. The test-count
-parser and the one-line shortening are shared with the Claude Code reader (``claude_tools``), so
+A call becomes one ``action`` line (``Shell: npm test``, ``Patch: src/a.py``, ``terminal: ls``)
+naming its most telling argument. What its result becomes (an ``outcome`` only when it says
+something worth remembering) is worded by ``outcomes``, shared with the other readers so that
 every agent's outcomes read the same way.
 """
 
@@ -14,51 +12,19 @@ import json
 import shlex
 from typing import Any
 
-from obsmem.sources.claude_tools import find_test_counts, short, strip_ansi
-from obsmem.sources.normalise import clip
+from obsmem.sources.outcomes import short
 
 __all__ = [
-    "LABEL_CHARS",
     "call_detail",
-    "command_outcome",
     "command_text",
     "content_text",
-    "failure_outcome",
-    "find_test_counts",
     "parse_args",
     "patch_files",
     "relative",
-    "short",
 ]
 
-#: Longest command or label quoted inside an outcome line.
-LABEL_CHARS = 120
-#: How many error lines an outcome keeps, and how long that excerpt may be.
-ERROR_LINES = 3
-EXCERPT_CHARS = 500
-#: Error lines are looked for in this much of an output's head (runners print errors early,
-#: and a multi-megabyte log is not worth scanning for three lines).
-_SCAN_CHARS = 64 * 1024
-
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish", "pwsh", "powershell", "cmd"})
-# Searching tools exit 1 when nothing matched: that is an answer, not a failure.
-_SEARCHERS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "ack"})
-_ERROR_MARKERS = (
-    "error",
-    "Error",
-    "ERROR",
-    "FAIL",
-    "Traceback",
-    "Exception",
-    "fatal",
-    "panic",
-    "denied",
-    "No such file",
-    "not found",
-    "E   ",
-)
 _PATCH_MARKERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
-_RULES = ("===", "___", "---", "⎯⎯⎯")
 #: Argument keys that best say what a call was about, most telling first.
 _DETAIL_KEYS = (
     "command",
@@ -183,64 +149,3 @@ def call_detail(args: dict[str, Any], cwd: str | None = None) -> str:
             if len(parts) == 3:
                 break
     return ", ".join(parts)
-
-
-def _excerpt(text: str, *, errors_first: bool) -> str:
-    """The first few lines worth quoting from a failure's output (error lines first if asked)."""
-    lines = [line.rstrip() for line in strip_ansi(text[:_SCAN_CHARS]).splitlines() if line.strip()]
-    if errors_first:
-        marked = [
-            line
-            for line in lines
-            if any(marker in line for marker in _ERROR_MARKERS)
-            and not line.lstrip().startswith(_RULES)  # "===== FAILURES =====" says nothing
-        ]
-        if marked:
-            lines = marked
-        elif len(lines) > ERROR_LINES:
-            lines = lines[-ERROR_LINES:]  # no error line: the end says most about how it ended
-    picked = [short(line.strip(), 300) for line in lines[:ERROR_LINES]]
-    return clip("\n".join(picked), EXCERPT_CHARS)
-
-
-def _no_match(command: str | None, code: int, output: str) -> bool:
-    if code != 1 or output.strip() or not command:
-        return False
-    words = command.split(maxsplit=2)
-    first = words[0].rsplit("/", 1)[-1] if words else ""
-    return first in _SEARCHERS or (first == "git" and len(words) > 1 and words[1] == "grep")
-
-
-def command_outcome(
-    command: str | None, code: int | None, output: str, stderr: str = ""
-) -> str | None:
-    """A shell command's result in one to four lines, or None when it is routine.
-
-    Kept: a non-zero exit (``\\`npm test\\` exited 1: 3 failed, 10 passed`` and the first error
-    lines, from stderr when there is any) and test counts. Dropped: exit 0 without test counts,
-    and a search tool's exit 1 with no output (nothing matched).
-    """
-    counts = find_test_counts(output) if output else None
-    if counts is None and stderr:
-        counts = find_test_counts(stderr)  # some runners (jest) report on stderr
-    label = f"`{short(command, LABEL_CHARS)}`" if command else "Command"
-    if code is None or code == 0:
-        return f"{label}: {counts}" if counts else None
-    if _no_match(command, code, output + stderr):
-        return None
-    head = f"{label} exited {code}"
-    if counts:
-        head += f": {counts}"
-    detail = _excerpt(stderr, errors_first=False) if stderr.strip() else ""
-    if not detail:
-        detail = _excerpt(output, errors_first=True)
-    return f"{head}\n{detail}" if detail else head
-
-
-def failure_outcome(label: str, text: str) -> str:
-    """A failed tool call: ``write_file src/a.py failed: Permission denied`` (and a line or two)."""
-    detail = _excerpt(text, errors_first=False)
-    if not detail:
-        return f"{label} failed"
-    first, _, rest = detail.partition("\n")
-    return f"{label} failed: {first}" + (f"\n{rest}" if rest else "")

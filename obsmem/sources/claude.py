@@ -20,17 +20,17 @@ Their ``user`` turns are the parent agent's prompt to the sub-agent.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from obsmem.sources.claude_tools import action_text, outcome_text, short, strip_ansi
-from obsmem.sources.jsonl import Line, iter_lines
+from obsmem.sources.claude_tools import action_text, outcome_text
+from obsmem.sources.jsonl import Line, Records, head_records
 from obsmem.sources.model import ReadResult, Turn
 from obsmem.sources.normalise import clip, file_time, iso_utc, project_of
+from obsmem.sources.outcomes import short, strip_ansi
 
 __all__ = ["AGENT", "detect", "find_files", "read"]
 
@@ -38,9 +38,8 @@ AGENT = "claude"
 
 #: Record types that never carry conversation: skipped, and counted under their own name.
 _SILENT_TYPES = frozenset({"system", "file-history-snapshot", "queue-operation", "progress"})
-#: How far into the file a read that starts mid-file looks for the session's id, time and cwd.
+#: How many lines a read that starts mid-file looks at for the session's id, time and cwd.
 _HEADER_LINES = 64
-_HEADER_BYTES = 1024 * 1024
 #: Local command output is kept (its first line) only when it is this short.
 _STDOUT_LINES = 3
 _STDOUT_CHARS = 160
@@ -142,19 +141,10 @@ class _Header:
 def _read_header(path: Path, start_offset: int) -> _Header:
     """The session fields from the first lines, for a read that starts further in the file."""
     header = _Header()
-    limit = min(start_offset, _HEADER_BYTES)
-    with path.open("rb") as handle:
-        for line in iter_lines(handle):
-            if line.start >= limit or line.number > _HEADER_LINES:
-                break
-            try:
-                record = json.loads(line.data) if line.data.strip() else None
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(record, dict):
-                header.learn(record)
-                if header.complete():
-                    break
+    for record in head_records(path, start_offset, lines=_HEADER_LINES):
+        header.learn(record)
+        if header.complete():
+            break
     return header
 
 
@@ -355,34 +345,22 @@ def read(
     """
     header = _read_header(path, start_offset) if start_offset > 0 else _Header()
     conversation = _Conversation(path, header)
-    end_offset, end_line = start_offset, start_line
-    skipped = conversation.skipped
-    with path.open("rb") as handle:
-        for line in iter_lines(
-            handle, start_offset=start_offset, start_line=start_line, flush=flush
-        ):
-            end_offset, end_line = line.end, line.number
-            if line.too_long:
-                skipped["line too long"] += 1
-                continue
-            if not line.data.strip():
-                continue
-            try:
-                record = json.loads(line.data)
-            except (ValueError, RecursionError):
-                skipped["broken json"] += 1
-                continue
-            if not isinstance(record, dict):
-                skipped["not an object"] += 1
-                continue
-            conversation.add(line, record)
+    records = Records(
+        path,
+        start_offset=start_offset,
+        start_line=start_line,
+        flush=flush,
+        skipped=conversation.skipped,
+    )
+    for line, record in records:
+        conversation.add(line, record)
     conversation.finish(_path_session(path))
     return ReadResult(
         turns=conversation.turns,
         start_offset=start_offset,
-        end_offset=end_offset,
-        end_line=end_line,
-        skipped=skipped,
+        end_offset=records.end_offset,
+        end_line=records.end_line,
+        skipped=records.skipped,
     )
 
 

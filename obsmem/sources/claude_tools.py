@@ -13,24 +13,10 @@ import re
 from typing import Any
 
 from obsmem.sources.normalise import clip
+from obsmem.sources.outcomes import EXCERPT_CHARS, find_test_counts, first_lines, short
 
-__all__ = ["action_text", "find_test_counts", "guess_tool", "outcome_text", "short", "strip_ansi"]
+__all__ = ["action_text", "guess_tool", "outcome_text"]
 
-#: Longest action line, and longest piece of tool output an outcome keeps.
-ACTION_CHARS = 240
-OUTCOME_CHARS = 500
-#: How many leading lines of an error an outcome keeps.
-ERROR_LINES = 3
-#: Only the tail of a command's output is searched for a test summary: runners print it last.
-_COUNTS_TAIL = 4000
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_COUNT = re.compile(
-    r"\b(\d+)\s+(passed|failed|passing|failing|errors?|skipped|xfailed|xpassed|pending|"
-    r"todo|deselected|ignored|warnings?|total)\b",
-    re.IGNORECASE,
-)
-_MAIN_COUNTS = frozenset({"passed", "failed", "passing", "failing"})
 _EXIT = re.compile(r"^(?:Error: )?Exit code (-?\d+)")
 _REJECTED = "The user doesn't want to proceed with this tool use"
 _FEEDBACK = "the user said:"
@@ -39,19 +25,6 @@ _INTERRUPTED = "[Request interrupted by user"
 _PATH_TOOLS = {name: "file_path" for name in ("Edit", "MultiEdit", "Write", "Read")}
 _PATH_TOOLS |= {name: "notebook_path" for name in ("NotebookEdit", "NotebookRead")}
 _TODO_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
-
-
-def short(text: str, limit: int = ACTION_CHARS) -> str:
-    """``text`` on one line (whitespace collapsed), cut to ``limit`` characters with an ellipsis."""
-    line = " ".join(text.split())
-    if len(line) <= limit:
-        return line
-    return line[: limit - 1].rstrip() + "…"
-
-
-def strip_ansi(text: str) -> str:
-    """``text`` without terminal colour codes (local command output and test runners add them)."""
-    return _ANSI.sub("", text) if "\x1b" in text else text
 
 
 def _relative(path: str, cwd: str | None) -> str:
@@ -167,47 +140,13 @@ def _result_text(content: object) -> str:
     return ""
 
 
-def _first_lines(text: str, count: int = ERROR_LINES) -> str:
-    lines: list[str] = []
-    for line in strip_ansi(text).splitlines():
-        if line.strip():
-            lines.append(line.rstrip())
-            if len(lines) == count:
-                break
-    return clip("\n".join(lines), OUTCOME_CHARS)
-
-
-def find_test_counts(output: str) -> str | None:
-    """The test summary a runner printed (``12 passed, 1 failed``), from the end of ``output``."""
-    tail = strip_ansi(output[-_COUNTS_TAIL:])
-    if not any(word in tail for word in ("pass", "fail", "PASS", "FAIL")):
-        return None  # the cheap test first: most command output has no test summary
-    found: list[list[tuple[str, str]]] = []
-    for line in reversed(tail.splitlines()):
-        counts = [(number, word.lower()) for number, word in _COUNT.findall(line)]
-        if counts and any(word in _MAIN_COUNTS for _, word in counts):
-            found.append(counts)
-            if len(found) == 2:
-                break
-        elif found and line.strip():
-            break
-    if not found:
-        return None
-    counts = found[0]
-    if len(found) == 2:  # mocha prints "12 passing" and "1 failing" on two lines
-        words = {word for _, word in counts}
-        if not words & {word for _, word in found[1]}:
-            counts = found[1] + counts
-    return ", ".join(f"{number} {word}" for number, word in counts)
-
-
 def _rejection(name: str, text: str) -> str:
     feedback = ""
     at = text.find(_FEEDBACK)
     if at >= 0:
         feedback = text[at + len(_FEEDBACK) :].strip()
     if feedback:
-        return f"{name} rejected by user: {clip(feedback, OUTCOME_CHARS)}"
+        return f"{name} rejected by user: {clip(feedback, EXCERPT_CHARS)}"
     return f"{name} rejected by user"
 
 
@@ -238,10 +177,10 @@ def outcome_text(block: dict[str, Any], name: str | None, result: object) -> str
         match = _EXIT.match(text)
         if match:
             rest = text[match.end() :]
-            detail = find_test_counts(rest) or _first_lines(rest)
+            detail = find_test_counts(rest) or first_lines(rest)
             head = f"{tool} exit {match.group(1)}"
         else:
-            detail = _first_lines(text)
+            detail = first_lines(text)
             head = f"{tool} error"
         return f"{head}: {detail}" if detail else head
     if isinstance(result, dict):

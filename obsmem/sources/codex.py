@@ -25,13 +25,19 @@ matched nothing), and the second form of every twice-written message or result.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from obsmem.sources.codex_records import AGENT, TWIN_WINDOW, Rollout, SessionInfo
-from obsmem.sources.jsonl import Line, iter_lines
+from obsmem.sources.jsonl import (
+    Line,
+    Records,
+    decode_object,
+    head_records,
+    iter_lines,
+    lines_before,
+)
 from obsmem.sources.model import ReadResult
 
 __all__ = ["AGENT", "detect", "find_files", "read"]
@@ -51,9 +57,8 @@ _ITEM_TYPES = frozenset(
         "web_search_call",
     }
 )
-#: How much of the file's start a read from further in looks at for the session's header.
+#: How many lines at the file's start a read from further in looks at for the session's header.
 _HEADER_LINES = 32
-_HEADER_BYTES = 1024 * 1024
 #: How far back from the start offset a read looks for the last ``turn_context`` (its cwd).
 _CONTEXT_LOOKBACK = 4 * 1024 * 1024
 _CONTEXT_MARKS = (b'"type":"turn_context"', b'"type": "turn_context"')
@@ -88,36 +93,28 @@ def _learn_header(info: SessionInfo, record: dict[str, Any], rollout: Rollout) -
 def _prime(path: Path, start_offset: int, rollout: Rollout) -> None:
     """Recover the session id, time and cwd a read from ``start_offset`` cannot see."""
     info = rollout.info
-    limit = min(start_offset, _HEADER_BYTES)
-    with path.open("rb") as handle:
-        for line in iter_lines(handle):
-            if line.start >= limit or line.number > _HEADER_LINES:
-                break
-            record = _decode(line.data)
-            if record is not None:
-                _learn_header(info, record, rollout)
-        # The cwd in force is the last turn_context's before the offset, not the first one's.
-        begin = max(0, start_offset - _CONTEXT_LOOKBACK)
-        handle.seek(begin)
-        chunk = handle.read(start_offset - begin)
-    lines = chunk.split(b"\n")
-    if begin > 0:
-        lines = lines[1:]  # the first piece is the tail of a line that started earlier
-    for data in reversed(lines):
+    for record in head_records(path, start_offset, lines=_HEADER_LINES):
+        _learn_header(info, record, rollout)
+    # The cwd in force is the last turn_context's before the offset, not the first one's.
+    for data in reversed(lines_before(path, start_offset, _CONTEXT_LOOKBACK)):
         if any(mark in data[:80] for mark in _CONTEXT_MARKS):
-            record = _decode(data)
-            payload = record.get("payload") if record else None
+            context = decode_object(data)
+            payload = context.get("payload") if context else None
             if isinstance(payload, dict) and isinstance(payload.get("cwd"), str):
                 info.learn_cwd(payload["cwd"])
                 break
 
 
-def _decode(data: bytes) -> dict[str, Any] | None:
-    try:
-        value = json.loads(data) if data.strip() else None
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+class _Records(Records):
+    """Records whose skips the rollout keeps by line: a read cut short drops those past the cut."""
+
+    def __init__(self, rollout: Rollout, **where: Any) -> None:
+        super().__init__(rollout.path, **where)
+        self.rollout = rollout
+
+    def skip(self, line: Line, reason: str) -> None:
+        """Count ``line`` in the rollout, with its number."""
+        self.rollout.skip(line, reason)
 
 
 def _feed(rollout: Rollout, line: Line, record: dict[str, Any]) -> None:
@@ -182,27 +179,10 @@ def read(
     rollout = Rollout(path, SessionInfo())
     if start_offset > 0:
         _prime(path, start_offset, rollout)
-    end_offset, end_line = start_offset, start_line
-    with path.open("rb") as handle:
-        for line in iter_lines(
-            handle, start_offset=start_offset, start_line=start_line, flush=flush
-        ):
-            end_offset, end_line = line.end, line.number
-            if line.too_long:
-                rollout.skip(line, "line too long")
-                continue
-            data = line.data
-            if not data.strip():
-                continue
-            try:
-                record = json.loads(data)
-            except (ValueError, RecursionError):
-                rollout.skip(line, "broken json")
-                continue
-            if not isinstance(record, dict):
-                rollout.skip(line, "not an object")
-                continue
-            _feed(rollout, line, record)
+    records = _Records(rollout, start_offset=start_offset, start_line=start_line, flush=flush)
+    for line, record in records:
+        _feed(rollout, line, record)
+    end_offset, end_line = records.end_offset, records.end_line
     session = rollout.info.session or _session_from_name(path)
     for turn in rollout.turns:
         if turn.session is None:
@@ -228,7 +208,7 @@ def _read_document(path: Path, start_offset: int, start_line: int) -> ReadResult
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     whole = Line(number=1, start=0, end=len(data), data=b"")
     rollout = Rollout(path, SessionInfo())
-    document = _decode(data)
+    document = decode_object(data)
     items = document.get("items") if document else None
     session = document.get("session") if document else None
     if document is None:

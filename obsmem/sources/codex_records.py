@@ -27,20 +27,17 @@ from pathlib import Path
 from typing import Any
 
 from obsmem.sources.calls import (
-    LABEL_CHARS,
     call_detail,
-    command_outcome,
     command_text,
     content_text,
-    failure_outcome,
     parse_args,
     patch_files,
     relative,
-    short,
 )
 from obsmem.sources.jsonl import Line
 from obsmem.sources.model import Turn
 from obsmem.sources.normalise import file_time, iso_utc, project_of
+from obsmem.sources.outcomes import LABEL_CHARS, command_outcome, failure_outcome, short
 
 __all__ = ["TWIN_WINDOW", "Rollout", "SessionInfo"]
 

@@ -28,19 +28,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from obsmem.sources.calls import (
-    LABEL_CHARS,
-    call_detail,
-    command_outcome,
-    content_text,
-    failure_outcome,
-    find_test_counts,
-    parse_args,
-    short,
-)
-from obsmem.sources.jsonl import Line, iter_lines
+from obsmem.sources.calls import call_detail, content_text, parse_args
+from obsmem.sources.jsonl import Line, Records, head_records
 from obsmem.sources.model import ReadResult, Turn
 from obsmem.sources.normalise import clip, file_time, iso_utc, project_of
+from obsmem.sources.outcomes import (
+    LABEL_CHARS,
+    TEST_WORDS,
+    command_outcome,
+    failure_outcome,
+    find_test_counts,
+    short,
+)
 
 __all__ = ["AGENT", "detect", "find_files", "read"]
 
@@ -56,10 +55,8 @@ _SUMMARY_HEADS = ("[CONTEXT COMPACTION", "[CONTEXT SUMMARY]:", "[END OF PRIOR CO
 _SUMMARY_CHARS = 4000
 #: Tool results that open like this are errors even without a structured flag.
 _ERROR_OPENINGS = ("Error", "error:", "ERROR", "Traceback", "Exception", "fatal:", "Failed")
-#: Words without which no output holds a test summary (``find_test_counts`` looks for them too).
-_TEST_WORDS = ("pass", "fail", "PASS", "FAIL")
+#: How many lines a read that starts mid-file looks at for the session_meta line.
 _HEADER_LINES = 8
-_HEADER_BYTES = 1024 * 1024
 
 
 def _time(value: object) -> str | None:
@@ -243,7 +240,7 @@ def _routine_json(text: str) -> bool:
     them out far faster than decoding them. Anything that might be an error, a non-zero exit or
     a test summary is left for the full check.
     """
-    if any(word in text for word in _TEST_WORDS):
+    if any(word in text for word in TEST_WORDS):
         return False
     for key in ('"exit_code":', '"returncode":'):
         at = text.find(key)
@@ -295,20 +292,10 @@ def _outcome(name: str, label: str, command: str | None, text: str) -> str | Non
 
 def _read_header(path: Path, start_offset: int, session: _Session) -> None:
     """The session fields from the first lines, for a read that starts further in the file."""
-    limit = min(start_offset, _HEADER_BYTES)
-    with path.open("rb") as handle:
-        for line in iter_lines(handle):
-            if line.start >= limit or line.number > _HEADER_LINES:
-                break
-            try:
-                record = json.loads(line.data) if line.data.strip() else None
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(record, dict) and (
-                record.get("role") == "session_meta" or record.get("type") == "session_meta"
-            ):
-                session.learn_meta(record)
-                return
+    for record in head_records(path, start_offset, lines=_HEADER_LINES):
+        if record.get("role") == "session_meta" or record.get("type") == "session_meta":
+            session.learn_meta(record)
+            return
 
 
 def read(
@@ -322,32 +309,22 @@ def read(
     session = _Session(path)
     if start_offset > 0:
         _read_header(path, start_offset, session)
-    end_offset, end_line = start_offset, start_line
-    skipped = session.skipped
-    with path.open("rb") as handle:
-        for line in iter_lines(
-            handle, start_offset=start_offset, start_line=start_line, flush=flush
-        ):
-            end_offset, end_line = line.end, line.number
-            if line.too_long:
-                skipped["line too long"] += 1
-                continue
-            if not line.data.strip():
-                continue
-            try:
-                record = json.loads(line.data)
-            except (ValueError, RecursionError):
-                skipped["broken json"] += 1
-                continue
-            if not isinstance(record, dict):
-                skipped["not an object"] += 1
-                continue
-            session.add(line, record)
+    records = Records(
+        path,
+        start_offset=start_offset,
+        start_line=start_line,
+        flush=flush,
+        skipped=session.skipped,
+    )
+    for line, record in records:
+        session.add(line, record)
     name = session.session or path.stem or None
     for turn in session.turns:
         if turn.session is None:
             turn.session = name
-    return ReadResult(session.turns, start_offset, end_offset, end_line, skipped)
+    return ReadResult(
+        session.turns, start_offset, records.end_offset, records.end_line, records.skipped
+    )
 
 
 def _looks_like_hermes(record: dict[str, Any]) -> bool:

@@ -4,13 +4,17 @@ Transcripts are appended to while the agent runs, so the last line may be half-w
 lines ending in ``\\n`` are taken (``flush=True`` also takes a final line without one, at session
 end). Lines are read as bytes so offsets are exact; a line longer than ``max_line`` is skipped
 without holding it in memory twice.
+
+Every reader reads through :class:`Records` (one read: its records, where it ended, what it
+skipped); one that starts mid-file learns what it cannot see from :func:`head_records` (the
+session's first records) and :func:`lines_before` (the state in force at its start).
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -88,21 +92,23 @@ def iter_lines(
 
 
 def _loads(data: bytes) -> Any:
-    """``json.loads(data)``, the same values and the same errors, faster for the usual line.
+    """``json.loads(data)``: the same value or error, faster for the usual line.
 
-    A line opening with ``{`` and no NUL second byte has neither a BOM nor UTF-16/32 text, so
-    json.loads would decode it as UTF-8 with ``surrogatepass``: done here directly.
+    Plain UTF-8 first, without json.loads's encoding sniffing: what parses so, json.loads would
+    have read as UTF-8 too (a BOM or a NUL among the first bytes never parses), and what fails
+    goes to json.loads for its BOM, surrogate and UTF-16/32 cases, or for the error.
     """
-    if data[:1] == b"{" and data[1:2] != b"\x00":
-        return _decode(data.decode("utf-8", "surrogatepass"))
-    return json.loads(data)
+    try:
+        return _decode(data.decode())
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return json.loads(data)
 
 
 def decode_object(data: bytes) -> dict[str, Any] | None:
     """The JSON object ``data`` holds, or None when it is blank, broken or another JSON value."""
     try:
         value = _loads(data) if data.strip() else None
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -110,12 +116,12 @@ def decode_object(data: bytes) -> dict[str, Any] | None:
 class Records:
     """One read of a JSON Lines transcript: its objects from ``start_offset`` to the last line.
 
-    Iterating (once) yields ``(line, record)`` for every line holding a JSON object. The lines
-    that do not are counted in ``skipped`` (``line too long``, ``broken json``, ``not an
-    object``) and blank lines are passed over uncounted. ``end_offset`` and ``end_line`` move
-    past every line consumed, blank and skipped ones too: otherwise a file ending in such lines
-    would look unread forever. ``skipped`` may be the reader's own Counter, so that its counts
-    and these keep the order they happened in.
+    Iterating (once) yields ``(line, record)`` per JSON object; other lines are counted in
+    ``skipped`` (``line too long``, ``broken json``, ``not an object``, blank ones not at all).
+    ``end_offset`` and ``end_line`` move past every line consumed, blank and skipped ones too,
+    or a file ending in such lines would look unread forever. ``skipped`` may be the reader's
+    own Counter, so that all counts keep the order they happened in. ``pass_over`` may name a
+    reason to skip a line from its bytes, for a reader that knows its bulky routine lines.
     """
 
     def __init__(
@@ -126,6 +132,7 @@ class Records:
         start_line: int = 0,
         flush: bool = False,
         skipped: Counter[str] | None = None,
+        pass_over: Callable[[bytes], str | None] | None = None,
     ) -> None:
         self.path = path
         self.start_offset = start_offset
@@ -134,46 +141,56 @@ class Records:
         self.end_offset = start_offset
         self.end_line = start_line
         self.skipped: Counter[str] = Counter() if skipped is None else skipped
+        self.pass_over = pass_over
 
     def skip(self, line: Line, reason: str) -> None:
         """Count ``line`` as passed over for ``reason`` (a subclass may keep which line it was)."""
         self.skipped[reason] += 1
 
-    def lines(self) -> Iterator[Line]:
-        """The complete lines themselves, blank ones included; a line too long is only counted.
+    def _lines(self, handle: BinaryIO) -> Iterator[Line]:
+        return iter_lines(
+            handle, start_offset=self.start_offset, start_line=self.start_line, flush=self.flush
+        )
 
-        For a reader that looks at a line before (or instead of) decoding it: it calls
-        :meth:`decode` on the lines it wants as records.
-        """
+    def lines(self) -> Iterator[Line]:
+        """The lines themselves, blank ones included (a too long one only counted): for text."""
         with self.path.open("rb") as handle:
-            for line in iter_lines(
-                handle, start_offset=self.start_offset, start_line=self.start_line, flush=self.flush
-            ):
+            for line in self._lines(handle):
                 self.end_offset, self.end_line = line.end, line.number
                 if line.too_long:
                     self.skip(line, "line too long")
-                    continue
-                yield line
-
-    def decode(self, line: Line) -> dict[str, Any] | None:
-        """The JSON object on ``line``, or None: counted why, unless the line is blank."""
-        data = line.data
-        if not data or data.isspace():
-            return None
-        try:
-            record = _loads(data)
-        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-            self.skip(line, "broken json")
-            return None
-        if not isinstance(record, dict):
-            self.skip(line, "not an object")
-            return None
-        return record
+                else:
+                    yield line
 
     def __iter__(self) -> Iterator[tuple[Line, dict[str, Any]]]:
-        for line in self.lines():
-            record = self.decode(line)
-            if record is not None:
+        pass_over = self.pass_over
+        # Not built on lines(), and decoding as _loads does inline: a generator or a call more
+        # per line shows in the parsing figures.
+        with self.path.open("rb") as handle:
+            for line in self._lines(handle):
+                self.end_offset, self.end_line = line.end, line.number
+                data = line.data
+                if line.too_long:
+                    self.skip(line, "line too long")
+                    continue
+                if not data or data.isspace():
+                    continue
+                if pass_over is not None:
+                    reason = pass_over(data)
+                    if reason is not None:
+                        self.skip(line, reason)
+                        continue
+                try:
+                    record = _decode(data.decode())
+                except (ValueError, RecursionError):
+                    try:
+                        record = json.loads(data)
+                    except (ValueError, RecursionError):
+                        self.skip(line, "broken json")
+                        continue
+                if not isinstance(record, dict):
+                    self.skip(line, "not an object")
+                    continue
                 yield line, record
 
 
@@ -182,9 +199,8 @@ def head_records(
 ) -> Iterator[dict[str, Any]]:
     """The JSON objects on the first ``lines`` lines that start before ``before`` and ``max_bytes``.
 
-    A read that starts mid-file still needs what the session's first records say (its id, start
-    time, working directory). Lines that hold no object are passed over silently: the read that
-    covers them counts them.
+    For a read that starts mid-file: the session's first records name its id, time and cwd.
+    Other lines are passed over silently (the read that covers them counts them).
     """
     limit = min(before, max_bytes)
     with path.open("rb") as handle:
@@ -199,10 +215,9 @@ def head_records(
 def lines_before(path: Path, offset: int, lookback: int) -> list[bytes]:
     """The lines in the last ``lookback`` bytes before ``offset`` (a line start), oldest first.
 
-    For a read that starts mid-file and needs the state in force there (the speaker, the noise
-    run, the working directory): it looks back this far instead of rereading the whole file. A
-    first piece that may be the tail of an earlier line is left out; as ``offset`` starts a line,
-    the last piece is empty.
+    For a read that starts mid-file and needs the state in force there (speaker, noise run, cwd)
+    without rereading the file. A first piece that may be the tail of an earlier line is left
+    out; the last piece is empty, as ``offset`` starts a line.
     """
     low = max(0, offset - lookback)
     with path.open("rb") as handle:

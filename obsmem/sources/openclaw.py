@@ -18,19 +18,19 @@ what the user said on a branch they left was still said.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from obsmem.sources.jsonl import Line, iter_lines
+from obsmem.sources.jsonl import Line, Records, decode_object, lines_before
 from obsmem.sources.model import ReadResult, Turn
 from obsmem.sources.normalise import clip, file_time, iso_utc, project_of
 from obsmem.sources.openclaw_text import (
     RUN_KINDS,
     classify_user,
     clean_assistant,
+    message_text,
     reduce_result,
     summarise_call,
     unwrap_user,
@@ -61,8 +61,12 @@ _HEADER_MAX = 1024 * 1024
 # inside a heartbeat / memory run; a run longer than this is treated as ended.
 _LOOKBACK = 256 * 1024
 _CUSTOM_PREFIX = b'{"type":"custom",'
-# Decoding str with a decoder made once skips json.loads's per-call encoding sniffing.
-_decode = json.JSONDecoder().decode
+# Anything that could make a tool result worth an outcome line (see reduce_result); a result
+# whose raw line has none of these, no failing exit code and isError false is routine.
+_NOT_ROUTINE = (
+    b'"isError":true', b"passed", b"failed", b"passing", b"failing", b"exited with code",
+    b'"status":"failed"', b'"status":"error"', b'"status":"timeout"', b'"status":"killed"',
+)  # fmt: skip
 
 
 @dataclass
@@ -121,6 +125,23 @@ class _Session:
             )
         )
 
+    def pass_over(self, data: bytes) -> str | None:
+        """Why to skip a raw line undecoded: extension state, or a routine tool success.
+
+        Most tool output is routine, and deciding so from the bytes is far faster than decoding
+        it. Conservative: any doubt (other key spacing, a hint inside the output) means "decode".
+        """
+        if data.startswith(_CUSTOM_PREFIX):
+            return "custom"  # extension state, can be large: not worth decoding
+        if data.find(b'"role":"toolResult"', 0, 400) == -1 or b'"isError":false' not in data:
+            return None
+        if any(hint in data for hint in _NOT_ROUTINE):
+            return None
+        exits = data.count(b'"exitCode":')
+        if exits != data.count(b'"exitCode":0,') + data.count(b'"exitCode":0}'):
+            return None
+        return f"in {self.run}" if self.run else "routine tool result"
+
     def drop_in_run(self) -> bool:
         """Count and drop what the agent does inside a noise run; False outside one."""
         if self.run is None:
@@ -142,55 +163,19 @@ def read(
         if head is not None:
             session.header(head)
         session.run = _run_before(path, start_offset)
-    end_offset, end_line = start_offset, start_line
-    skipped = session.skipped
-    with path.open("rb") as handle:
-        for line in iter_lines(
-            handle, start_offset=start_offset, start_line=start_line, flush=flush
-        ):
-            end_offset, end_line = line.end, line.number
-            if line.too_long:
-                skipped["line too long"] += 1
-                continue
-            if not line.data or line.data.isspace():
-                continue
-            if line.data.startswith(_CUSTOM_PREFIX):
-                skipped["custom"] += 1  # extension state, can be large: not worth decoding
-                continue
-            if _routine_result(line.data):  # most tool output: skipped without decoding it
-                skipped[f"in {session.run}" if session.run else "routine tool result"] += 1
-                continue
-            try:
-                record = _decode(line.data.decode("utf-8"))
-            except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-                skipped["broken json"] += 1
-                continue
-            if not isinstance(record, dict):
-                skipped["not an object"] += 1
-                continue
-            _record(record, line, session)
-    return ReadResult(session.turns, start_offset, end_offset, end_line, skipped)
-
-
-# Anything that could make a tool result worth an outcome line (see reduce_result); a result
-# whose raw line has none of these, no failing exit code and isError false is routine.
-_NOT_ROUTINE = (
-    b'"isError":true', b"passed", b"failed", b"passing", b"failing", b"exited with code",
-    b'"status":"failed"', b'"status":"error"', b'"status":"timeout"', b'"status":"killed"',
-)  # fmt: skip
-
-
-def _routine_result(data: bytes) -> bool:
-    """Whether this raw line is a routine tool success, decided without decoding it.
-
-    Conservative: any doubt (other key spacing, a hint inside the output) means "decode it".
-    """
-    if data.find(b'"role":"toolResult"', 0, 400) == -1 or b'"isError":false' not in data:
-        return False
-    if any(hint in data for hint in _NOT_ROUTINE):
-        return False
-    exits = data.count(b'"exitCode":')
-    return exits == data.count(b'"exitCode":0,') + data.count(b'"exitCode":0}')
+    records = Records(
+        path,
+        start_offset=start_offset,
+        start_line=start_line,
+        flush=flush,
+        skipped=session.skipped,
+        pass_over=session.pass_over,
+    )
+    for line, record in records:
+        _record(record, line, session)
+    return ReadResult(
+        session.turns, start_offset, records.end_offset, records.end_line, session.skipped
+    )
 
 
 def _record(record: dict[str, Any], line: Line, session: _Session) -> None:
@@ -227,7 +212,7 @@ def _message(message: dict[str, Any], record: dict[str, Any], line: Line, s: _Se
     # string takes the fast path of iso_utc.
     stamp = s.time(record.get("timestamp"), message.get("timestamp"))
     if role == "user":
-        raw = _text_of(message.get("content"))
+        raw = message_text(message.get("content"))
         text = unwrap_user(raw)
         if text:
             reason = classify_user(text)
@@ -318,21 +303,6 @@ def _assistant(message: dict[str, Any], line: Line, s: _Session, stamp: str | No
         s.add("outcome", "model error: " + clip(error.strip().splitlines()[0], 300), line, stamp)
 
 
-def _text_of(content: Any) -> str:
-    """The text of a message's content: a string, or the ``text`` blocks of a list."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    parts = []
-    for block in content:
-        if isinstance(block, dict) and block.get("type") == "text":
-            text = block.get("text")
-            if isinstance(text, str):
-                parts.append(text)
-    return "\n".join(parts)
-
-
 def _first_record(path: Path) -> dict[str, Any] | None:
     """The header line, re-read when a read starts mid-file (its facts are needed)."""
     try:
@@ -340,35 +310,21 @@ def _first_record(path: Path) -> dict[str, Any] | None:
             data = handle.readline(_HEADER_MAX + 1)
     except OSError:
         return None
-    if len(data) > _HEADER_MAX:
-        return None
-    try:
-        record = json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-    return record if isinstance(record, dict) and record.get("type") == "session" else None
+    record = decode_object(data) if len(data) <= _HEADER_MAX else None
+    return record if record is not None and record.get("type") == "session" else None
 
 
 def _run_before(path: Path, offset: int) -> str | None:
     """The noise run open at ``offset``: decided by the last user message before it."""
-    low = max(0, offset - _LOOKBACK)
     try:
-        with path.open("rb") as handle:
-            handle.seek(low)
-            data = handle.read(offset - low)
+        pieces = lines_before(path, offset, _LOOKBACK)
     except OSError:
         return None
-    pieces = data.split(b"\n")
-    if low > 0:
-        pieces = pieces[1:]  # the first piece may be the tail of a longer line
     for raw in reversed(pieces):
         if b'"user"' not in raw and b'"bashExecution"' not in raw:
             continue
-        try:
-            record = json.loads(raw)
-        except (ValueError, RecursionError):
-            continue
-        if not isinstance(record, dict) or record.get("type") != "message":
+        record = decode_object(raw)
+        if record is None or record.get("type") != "message":
             continue
         message = record.get("message")
         if not isinstance(message, dict):
@@ -376,7 +332,7 @@ def _run_before(path: Path, offset: int) -> str | None:
         if message.get("role") == "bashExecution":
             return None
         if message.get("role") == "user":
-            text = unwrap_user(_text_of(message.get("content")))
+            text = unwrap_user(message_text(message.get("content")))
             reason = classify_user(text) if text else None
             return reason if reason in RUN_KINDS else None
     return None

@@ -15,14 +15,15 @@ import re
 from typing import Any
 
 from obsmem.sources.normalise import clip
+from obsmem.sources.outcomes import error_lines, summarise_tests
 
 __all__ = [
     "RUN_KINDS",
     "classify_user",
     "clean_assistant",
+    "message_text",
     "reduce_result",
     "summarise_call",
-    "summarise_tests",
     "unwrap_user",
 ]
 
@@ -234,66 +235,14 @@ def _arguments(arguments: Any) -> dict[str, Any]:
 
 
 # --- Tool results reduced to what matters --------------------------------------------------
-_COUNT_LINE = re.compile(r"\b\d+ (?:passed|failed|passing|failing)\b")
-_COUNT = re.compile(
-    r"(\d+) (passed|failed|passing|failing|errors?|skipped|xfailed|xpassed|pending|todo)\b"
-)
-_COUNT_WORD = {"passing": "passed", "failing": "failed"}
-_COUNT_ONLY = re.compile(
-    r"^\s*\d+ (?:passed|failed|passing|failing|pending|skipped)(?:\s*\([^)\n]*\))?\s*$"
-)
 _EXIT_TEXT = re.compile(r"(?:Command|Process) exited with code (-?\d+)")
-_ERROR_LINE = re.compile(
-    r"\b(?:\w*error|\w*exception|fatal|denied|refused|failed|failure|not found|no such"
-    r"|cannot|can't|unable to|timed out|panic(?:ked)?)\b|^E\s",
-    re.IGNORECASE,
-)
-# Lines that carry no information of their own: rulers, the traceback banner.
-_NOISE_LINE = re.compile(r"^(?:[=_\-*#~]{3,}.*|Traceback \(most recent call last\):)$")
-_MAX_ERROR_LINES = 5
-_MAX_OUTCOME = 1000
-
-
-def summarise_tests(text: str) -> str:
-    """``"41 passed, 1 failed"`` from the last test summary in ``text``, else ``""``.
-
-    The summary is the last line with a pass/fail count (pytest, jest, cargo: one line), joined
-    with the count-only lines right above it (mocha prints "41 passing" and "1 failing" apart).
-    """
-    if "pass" not in text and "fail" not in text:
-        return ""
-    lines = text.splitlines()[-200:]  # summaries come last
-    for i in range(len(lines) - 1, -1, -1):
-        if not _COUNT_LINE.search(lines[i]):
-            continue
-        start = i
-        if _COUNT_ONLY.match(lines[i]):
-            while start > max(0, i - 4) and _COUNT_ONLY.match(lines[start - 1]):
-                start -= 1
-        seen: dict[str, str] = {}
-        for number, word in _COUNT.findall("\n".join(lines[start : i + 1])):
-            seen.setdefault(_COUNT_WORD.get(word, word), number)
-        return ", ".join(f"{number} {word}" for word, number in seen.items())
-    return ""
-
-
-def _error_lines(text: str, counts: str) -> str:
-    """The lines of ``text`` that say what went wrong (else its first lines), clipped."""
-    lines = [line.strip() for line in text.splitlines()]
-    lines = [line for line in lines if line and not _NOISE_LINE.match(line)]
-    if counts:  # the summary line is already in the outcome's head
-        lines = [line for line in lines if not _COUNT_LINE.search(line)]
-    chosen = [line for line in lines if _ERROR_LINE.search(line)][:_MAX_ERROR_LINES]
-    if not chosen:
-        chosen = lines[:_MAX_ERROR_LINES]
-    return clip("\n".join(clip(line, 300) for line in chosen), _MAX_OUTCOME)
 
 
 def reduce_result(message: dict[str, Any]) -> str | None:
     """A tool result as an outcome line: failures with their error text, test counts; None for
     a routine success (a file read, a write that worked, a command that exited 0)."""
     name = str(message.get("toolName") or "tool")
-    text = _result_text(message.get("content"))
+    text = message_text(message.get("content"))
     details = message.get("details")
     details = details if isinstance(details, dict) else {}
     exit_code = details.get("exitCode")
@@ -313,13 +262,14 @@ def reduce_result(message: dict[str, Any]) -> str | None:
     if status == "timeout":
         head += " (timed out)"
     parts = [head + (f", {counts}" if counts else "")]
-    excerpt = _error_lines(_EXIT_TEXT.sub("", text), counts)
+    excerpt = error_lines(_EXIT_TEXT.sub("", text), counts)
     if excerpt:
         parts.append(excerpt)
     return "\n".join(parts)
 
 
-def _result_text(content: Any) -> str:
+def message_text(content: Any) -> str:
+    """The text of a message's content: a string, or the ``text`` blocks of a list."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from obsmem.sources.jsonl import Line, iter_lines
+from obsmem.sources.jsonl import Line, Records, lines_before
 from obsmem.sources.model import ReadResult, Turn
 from obsmem.sources.normalise import file_time, iso_utc
 
@@ -186,18 +186,17 @@ def read(
     reader = _Reader(path)
     if start_offset > 0:
         reader.role, reader.stamp, reader.fenced = _state_before(path, start_offset)
-    end_offset, end_line = start_offset, start_line
-    with path.open("rb") as handle:
-        for line in iter_lines(
-            handle, start_offset=start_offset, start_line=start_line, flush=flush
-        ):
-            end_offset, end_line = line.end, line.number
-            if line.too_long:
-                reader.skipped["line too long"] += 1
-                continue
-            reader.line(line.data.decode("utf-8", errors="replace").replace("\x00", ""), line)
+    lines = Records(
+        path,
+        start_offset=start_offset,
+        start_line=start_line,
+        flush=flush,
+        skipped=reader.skipped,
+    )
+    for line in lines.lines():
+        reader.line(line.data.decode("utf-8", errors="replace").replace("\x00", ""), line)
     reader.emit()
-    return ReadResult(reader.turns, start_offset, end_offset, end_line, reader.skipped)
+    return ReadResult(reader.turns, start_offset, lines.end_offset, lines.end_line, reader.skipped)
 
 
 def _state_before(path: Path, offset: int) -> tuple[str | None, str | None, bool]:
@@ -206,16 +205,10 @@ def _state_before(path: Path, offset: int) -> tuple[str | None, str | None, bool
     Replays the marker and fence logic over the lines before it (up to :data:`_LOOKBACK`
     bytes), so a read in two steps sees the same speakers as one read.
     """
-    low = max(0, offset - _LOOKBACK)
     try:
-        with path.open("rb") as handle:
-            handle.seek(low)
-            data = handle.read(offset - low)
+        pieces = lines_before(path, offset, _LOOKBACK)
     except OSError:
         return None, None, False
-    pieces = data.split(b"\n")
-    if low > 0:
-        pieces = pieces[1:]  # the first piece may be the tail of a longer line
     role: str | None = None
     stamp: str | None = None
     fenced = False

@@ -1,7 +1,6 @@
 """The Claude Code reader: goldens, the behaviours formats.md asks for, incremental reads, garbage.
 
-Regenerate the golden files after an intended change with
-``OM_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/sources/test_claude.py`` and read the diff.
+The golden files are checked (and regenerated) as ``golden.py`` says.
 """
 
 from __future__ import annotations
@@ -12,59 +11,36 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from obsmem.sources import claude
-from obsmem.sources.claude_tools import action_text, find_test_counts, outcome_text
+from obsmem.sources.claude_tools import action_text, outcome_text
 from obsmem.sources.model import Turn
+from obsmem.sources.outcomes import find_test_counts
 
-# Read at import: the autouse fixture in conftest.py clears every OM_* variable before a test.
-UPDATE_GOLDEN = os.environ.get("OM_UPDATE_GOLDEN") == "1"
-
-TESTS = Path(__file__).resolve().parents[1]
-FIXTURES = TESTS / "fixtures" / "transcripts"
-CLAUDE_FIXTURES = FIXTURES / "claude-code"
-GOLDEN = TESTS / "fixtures" / "golden" / "claude"
-SHARED = Path("/work/shared/fixtures/transcripts")
-FIXTURE_FILES = sorted(CLAUDE_FIXTURES.rglob("*.jsonl"))
-
-
-def _golden_name(path: Path) -> str:
-    return path.relative_to(CLAUDE_FIXTURES).as_posix().replace("/", "__") + ".json"
-
-
-def _golden_data(path: Path) -> dict[str, Any]:
-    # flush: some fixtures lack the final newline, and a finished session is read to its end.
-    result = claude.read(path, flush=True)
-    turns = []
-    for turn in result.turns:
-        data = turn.to_dict()
-        data["source_path"] = Path(turn.source_path).relative_to(FIXTURES).as_posix()
-        turns.append(data)
-    return {
-        "end_line": result.end_line,
-        "skipped": dict(sorted(result.skipped.items())),
-        "turns": turns,
-    }
-
-
-@pytest.mark.parametrize(
-    "path", FIXTURE_FILES, ids=lambda p: p.relative_to(CLAUDE_FIXTURES).as_posix()
+from .golden import (
+    GARBAGE,
+    JSON,
+    SHARED,
+    TRANSCRIPTS,
+    Goldens,
+    assert_sound,
+    first_records,
+    read_in_two,
 )
+
+CLAUDE_FIXTURES = TRANSCRIPTS / "claude-code"
+GOLDEN = Goldens("claude", claude.read, CLAUDE_FIXTURES, sorted(CLAUDE_FIXTURES.rglob("*.jsonl")))
+
+
+@pytest.mark.parametrize("path", GOLDEN.files, ids=GOLDEN.rel)
 def test_golden(path: Path) -> None:
-    golden = GOLDEN / _golden_name(path)
-    actual = _golden_data(path)
-    if UPDATE_GOLDEN:
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(json.dumps(actual, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    assert golden.exists(), f"no golden file {golden.name}: run with OM_UPDATE_GOLDEN=1"
-    assert actual == json.loads(golden.read_text(encoding="utf-8"))
+    GOLDEN.check(path)
 
 
 def test_every_golden_has_its_fixture() -> None:
-    names = {_golden_name(path) for path in FIXTURE_FILES}
-    assert names == {path.name for path in GOLDEN.glob("*.json")}
+    GOLDEN.check_complete()
 
 
 # --- building transcripts by hand ------------------------------------------------------------
@@ -494,14 +470,8 @@ def test_two_reads_equal_one(tmp_path: Path, name: str) -> None:
     header_line = next(n for n, line in enumerate(lines, 1) if b'"sessionId"' in line)
     step = max(1, len(lines) // 12)  # every boundary of small files, a dozen of big ones
     for k in range(1, len(lines), step):
-        path.write_bytes(b"".join(lines[:k]))
-        first = claude.read(path)
+        first, second = read_in_two(claude.read, path, len(b"".join(lines[:k])), flush=True)
         assert (first.end_offset, first.end_line) == (len(b"".join(lines[:k])), k)
-        with path.open("ab") as handle:
-            handle.write(b"".join(lines[k:]))
-        second = claude.read(
-            path, start_offset=first.end_offset, start_line=first.end_line, flush=True
-        )
         assert second.end_offset == path.stat().st_size and second.end_line == len(lines)
         affected = _affected(whole.turns, k, header_line)
         assert _comparable(first.turns + second.turns, affected) == _comparable(
@@ -545,83 +515,56 @@ def test_a_huge_line_is_skipped_and_the_next_one_read(tmp_path: Path) -> None:
 
 # --- garbage --------------------------------------------------------------------------------------
 
-_json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=12,
-)
 _block = st.fixed_dictionaries(
     {"type": st.sampled_from(["text", "tool_use", "tool_result", "thinking", "image", "x"])},
     optional={
-        "text": _json | st.text(max_size=40),
-        "id": _json | st.sampled_from(["t1", "t2"]),
-        "tool_use_id": _json | st.sampled_from(["t1", "t2"]),
-        "name": _json | st.sampled_from(["Bash", "Edit", "TodoWrite", "Task", "Grep", "mcp__x"]),
-        "input": _json,
-        "content": _json | st.text(max_size=40),
-        "is_error": _json,
+        "text": JSON | st.text(max_size=40),
+        "id": JSON | st.sampled_from(["t1", "t2"]),
+        "tool_use_id": JSON | st.sampled_from(["t1", "t2"]),
+        "name": JSON | st.sampled_from(["Bash", "Edit", "TodoWrite", "Task", "Grep", "mcp__x"]),
+        "input": JSON,
+        "content": JSON | st.text(max_size=40),
+        "is_error": JSON,
     },
 )
 _record_strategy = st.fixed_dictionaries(
-    {
-        "type": st.sampled_from(["user", "assistant", "summary", "system", "progress", "zzz"])
-        | _json
-    },
+    {"type": st.sampled_from(["user", "assistant", "summary", "system", "progress", "zzz"]) | JSON},
     optional={
-        "message": _json
+        "message": JSON
         | st.fixed_dictionaries(
             {},
             optional={
-                "id": st.sampled_from(["m1", "m2"]) | _json,
-                "content": _json | st.text(max_size=60) | st.lists(_block | _json, max_size=4),
-                "model": _json | st.just("<synthetic>"),
+                "id": st.sampled_from(["m1", "m2"]) | JSON,
+                "content": JSON | st.text(max_size=60) | st.lists(_block | JSON, max_size=4),
+                "model": JSON | st.just("<synthetic>"),
             },
         ),
-        "sessionId": _json,
-        "timestamp": _json | st.just("2026-02-10T14:30:00Z"),
-        "cwd": _json | st.just("/tmp/p"),
-        "uuid": _json,
-        "parentUuid": _json,
-        "isMeta": _json,
-        "isSidechain": _json,
-        "isApiErrorMessage": _json,
-        "isCompactSummary": _json,
-        "toolUseResult": _json,
-        "summary": _json,
+        "sessionId": JSON,
+        "timestamp": JSON | st.just("2026-02-10T14:30:00Z"),
+        "cwd": JSON | st.just("/tmp/p"),
+        "uuid": JSON,
+        "parentUuid": JSON,
+        "isMeta": JSON,
+        "isSidechain": JSON,
+        "isApiErrorMessage": JSON,
+        "isCompactSummary": JSON,
+        "toolUseResult": JSON,
+        "summary": JSON,
     },
 )
-_GARBAGE = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
 
 
-def _check_offsets(data: bytes, path: Path, flush: bool) -> None:
-    result = claude.read(path, flush=flush)
-    assert 0 <= result.end_offset <= len(data)
-    if flush:
-        assert result.end_offset == len(data)
-    else:
-        assert result.end_offset == 0 or data[result.end_offset - 1 : result.end_offset] == b"\n"
-    assert result.end_line == data[: result.end_offset].count(b"\n") + (
-        1 if result.end_offset and not data[: result.end_offset].endswith(b"\n") else 0
-    )
-    for turn in result.turns:
-        assert turn.role in ("user", "assistant", "action", "outcome", "summary") and turn.text
-
-
-@_GARBAGE
+@settings(GARBAGE, max_examples=150)
 @given(data=st.binary(max_size=3000), flush=st.booleans())
 def test_random_bytes_never_raise(tmp_path: Path, data: bytes, flush: bool) -> None:
     path = tmp_path / "garbage.jsonl"
     path.write_bytes(data)
-    _check_offsets(data, path, flush)
+    assert_sound(claude.read(path, flush=flush), data, flush=flush)
 
 
-@_GARBAGE
+@settings(GARBAGE, max_examples=150)
 @given(
-    values=st.lists(_record_strategy | _json, max_size=12),
+    values=st.lists(_record_strategy | JSON, max_size=12),
     tail=st.binary(max_size=30),
     flush=st.booleans(),
 )
@@ -631,36 +574,20 @@ def test_random_records_never_raise(
     data = b"".join(json.dumps(value).encode() + b"\n" for value in values) + tail
     path = tmp_path / "records.jsonl"
     path.write_bytes(data)
-    _check_offsets(data, path, flush)
+    assert_sound(claude.read(path, flush=flush), data, flush=flush)
 
 
 # --- detection and discovery --------------------------------------------------------------------
 
 
-def _first_records(path: Path, count: int = 8) -> list[dict[str, Any]]:
-    records = []
-    for raw in path.read_bytes().split(b"\n"):
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            records.append(value)
-        if len(records) == count:
-            break
-    return records
-
-
-@pytest.mark.parametrize(
-    "path", FIXTURE_FILES, ids=lambda p: p.relative_to(CLAUDE_FIXTURES).as_posix()
-)
+@pytest.mark.parametrize("path", GOLDEN.files, ids=GOLDEN.rel)
 def test_detect_claims_claude_files(path: Path) -> None:
-    assert claude.detect(_first_records(path))
+    assert claude.detect(first_records(path))
 
 
 def _other_agents_files() -> list[Path]:
     found: list[Path] = []
-    for root in (FIXTURES, SHARED):
+    for root in (TRANSCRIPTS, SHARED):
         if root.is_dir():
             for agent in root.iterdir():
                 if agent.is_dir() and agent.name != "claude-code":
@@ -672,7 +599,7 @@ def test_detect_leaves_other_agents_files_alone(tmp_path: Path) -> None:
     others = _other_agents_files()
     if not others:
         pytest.skip("no other agent's fixtures on this machine")
-    claimed = [str(p) for p in others if claude.detect(_first_records(p))]
+    claimed = [str(p) for p in others if claude.detect(first_records(p))]
     assert claimed == []
 
 

@@ -1,7 +1,6 @@
 """The Codex CLI reader: goldens, the behaviours formats.md asks for, incremental reads, garbage.
 
-Regenerate the golden files after an intended change with
-``OM_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/sources/test_codex.py`` and read the diff.
+The golden files are checked (and regenerated) as ``golden.py`` says.
 """
 
 from __future__ import annotations
@@ -12,58 +11,41 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from obsmem.sources import codex
 from obsmem.sources.jsonl import MAX_LINE_BYTES
-from obsmem.sources.model import ReadResult, Turn
+from obsmem.sources.model import ReadResult
 
-# Read at import: the autouse fixture in conftest.py clears every OM_* variable before a test.
-UPDATE_GOLDEN = os.environ.get("OM_UPDATE_GOLDEN") == "1"
+from .golden import (
+    GARBAGE,
+    JSON,
+    SHARED,
+    TRANSCRIPTS,
+    Goldens,
+    assert_sound,
+    first_records,
+    json_lines,
+    line_ends,
+    read_in_two,
+    turn_dicts,
+)
 
-TESTS = Path(__file__).resolve().parents[1]
-FIXTURES = TESTS / "fixtures" / "transcripts"
-CODEX_FIXTURES = FIXTURES / "codex"
-GOLDEN = TESTS / "fixtures" / "golden" / "codex"
-SHARED = Path("/work/shared/fixtures/transcripts")
+CODEX_FIXTURES = TRANSCRIPTS / "codex"
 FIXTURE_FILES = sorted([*CODEX_FIXTURES.rglob("*.jsonl"), *CODEX_FIXTURES.rglob("*.json")], key=str)
 BIG = next(path for path in FIXTURE_FILES if path.name.startswith("rollout-2026-05-11"))
 SMALL_FILES = [path for path in FIXTURE_FILES if path != BIG and path.suffix == ".jsonl"]
+GOLDEN = Goldens("codex", codex.read, CODEX_FIXTURES, FIXTURE_FILES)
 
 
-def _rel(path: Path) -> str:
-    return path.relative_to(CODEX_FIXTURES).as_posix()
-
-
-def _golden_data(path: Path) -> dict[str, Any]:
-    result = codex.read(path, flush=True)  # a finished session is read to its end
-    turns = []
-    for turn in result.turns:
-        data = turn.to_dict()
-        data["source_path"] = Path(turn.source_path).relative_to(FIXTURES).as_posix()
-        turns.append(data)
-    return {
-        "end_line": result.end_line,
-        "skipped": dict(sorted(result.skipped.items())),
-        "turns": turns,
-    }
-
-
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_rel)
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=GOLDEN.rel)
 def test_golden(path: Path) -> None:
-    golden = GOLDEN / (_rel(path).replace("/", "__") + ".json")
-    actual = _golden_data(path)
-    if UPDATE_GOLDEN:
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(json.dumps(actual, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    assert golden.exists(), f"no golden file {golden.name}: run with OM_UPDATE_GOLDEN=1"
-    assert actual == json.loads(golden.read_text(encoding="utf-8"))
+    GOLDEN.check(path)
 
 
 def test_every_golden_has_its_fixture() -> None:
-    names = {_rel(path).replace("/", "__") + ".json" for path in FIXTURE_FILES}
-    assert names == {path.name for path in GOLDEN.glob("*.json")}
+    GOLDEN.check_complete()
 
 
 # --- building rollouts by hand ---------------------------------------------------------------
@@ -447,27 +429,8 @@ def test_older_json_document_is_read_whole_once(tmp_path: Path) -> None:
 
 
 def _split_read(path: Path, offset: int) -> list[dict[str, Any]]:
-    # The first read sees the file as it was when it ended at `offset`; the second the rest.
-    early = path.parent / "early" / path.name
-    early.parent.mkdir(exist_ok=True)
-    early.write_bytes(path.read_bytes()[:offset])
-    first = codex.read(early)
-    rest = codex.read(path, start_offset=first.end_offset, start_line=first.end_line, flush=True)
-    for turn in first.turns:
-        turn.source_path = str(path)
-    return _dicts(first.turns + rest.turns)
-
-
-def _dicts(turns: list[Turn]) -> list[dict[str, Any]]:
-    return [t.to_dict() | {"bytes": (t.byte_start, t.byte_end)} for t in turns]
-
-
-def _boundaries(path: Path) -> list[int]:
-    offsets, total = [], 0
-    for raw in path.read_bytes().splitlines(keepends=True):
-        total += len(raw)
-        offsets.append(total)
-    return offsets
+    first, rest = read_in_two(codex.read, path, offset, flush=True)
+    return turn_dicts(first.turns + rest.turns)
 
 
 def _assert_same_but_outcomes(split: list[dict[str, Any]], whole: list[dict[str, Any]]) -> None:
@@ -482,20 +445,20 @@ def _assert_same_but_outcomes(split: list[dict[str, Any]], whole: list[dict[str,
     assert len(split_lines) - len(whole_lines) <= 1
 
 
-@pytest.mark.parametrize("path", SMALL_FILES, ids=_rel)
+@pytest.mark.parametrize("path", SMALL_FILES, ids=GOLDEN.rel)
 def test_two_reads_give_the_turns_of_one(path: Path, tmp_path: Path) -> None:
     copy = tmp_path / path.name
     copy.write_bytes(path.read_bytes())
-    whole = _dicts(codex.read(copy, flush=True).turns)
-    for offset in _boundaries(copy):
+    whole = turn_dicts(codex.read(copy, flush=True).turns)
+    for offset in line_ends(copy.read_bytes()):
         _assert_same_but_outcomes(_split_read(copy, offset), whole)
 
 
 def test_two_reads_of_the_big_rollout(tmp_path: Path) -> None:
     copy = tmp_path / BIG.name
     copy.write_bytes(BIG.read_bytes())
-    whole = _dicts(codex.read(copy, flush=True).turns)
-    for offset in _boundaries(copy)[5::23]:
+    whole = turn_dicts(codex.read(copy, flush=True).turns)
+    for offset in line_ends(copy.read_bytes())[5::23]:
         _assert_same_but_outcomes(_split_read(copy, offset), whole)
 
 
@@ -515,13 +478,6 @@ def test_incomplete_last_line_waits_for_its_newline(tmp_path: Path) -> None:
 
 # --- garbage ---------------------------------------------------------------------------------
 
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=12,
-)
 _KINDS = st.sampled_from(
     ["message", "function_call", "function_call_output", "custom_tool_call", "exec_command_end",
      "patch_apply_end", "user_message", "agent_message", "web_search_call", "local_shell_call"]
@@ -529,54 +485,40 @@ _KINDS = st.sampled_from(
 _PAYLOAD = st.fixed_dictionaries(
     {"type": _KINDS},
     optional={
-        "role": st.sampled_from(["user", "assistant", "developer"]) | _JSON,
-        "content": _JSON,
-        "message": _JSON,
-        "call_id": st.sampled_from(["a", "b"]) | _JSON,
-        "arguments": _JSON,
-        "output": _JSON,
-        "command": _JSON,
-        "exit_code": _JSON,
-        "process_id": _JSON,
-        "success": _JSON,
-        "changes": _JSON,
-        "action": _JSON,
-        "name": st.sampled_from(["shell", "exec_command", "write_stdin", "apply_patch"]) | _JSON,
+        "role": st.sampled_from(["user", "assistant", "developer"]) | JSON,
+        "content": JSON,
+        "message": JSON,
+        "call_id": st.sampled_from(["a", "b"]) | JSON,
+        "arguments": JSON,
+        "output": JSON,
+        "command": JSON,
+        "exit_code": JSON,
+        "process_id": JSON,
+        "success": JSON,
+        "changes": JSON,
+        "action": JSON,
+        "name": st.sampled_from(["shell", "exec_command", "write_stdin", "apply_patch"]) | JSON,
     },
 )
 _RECORD = st.builds(
     lambda kind, payload, ts: {"timestamp": ts, "type": kind, "payload": payload},
     st.sampled_from(["response_item", "event_msg", "session_meta", "turn_context", "compacted"]),
     _PAYLOAD,
-    _JSON,
-)
-_LINE = (
-    st.binary(max_size=60)
-    | _JSON.map(lambda v: json.dumps(v).encode())
-    | _RECORD.map(lambda v: json.dumps(v).encode())
+    JSON,
 )
 
 
-def _check_garbage(path: Path, data: bytes, flush: bool) -> None:
-    result = codex.read(path, flush=flush)
-    assert 0 <= result.end_offset <= len(data)
-    if not flush and result.end_offset:
-        assert data[result.end_offset - 1 : result.end_offset] == b"\n"
-    for turn in result.turns:
-        assert turn.role in ("user", "assistant", "action", "outcome", "summary")
-        assert turn.text == turn.text.strip() and turn.text
-        assert 1 <= turn.line_start <= turn.line_end
-
-
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+@settings(GARBAGE, max_examples=60)
+@given(
+    lines=st.lists(json_lines(_RECORD), max_size=12),
+    tail=st.binary(max_size=20),
+    flush=st.booleans(),
 )
-@given(lines=st.lists(_LINE, max_size=12), tail=st.binary(max_size=20), flush=st.booleans())
 def test_garbage_never_raises(tmp_path: Path, lines: list[bytes], tail: bytes, flush: bool) -> None:
     data = b"\n".join(lines) + (b"\n" if lines else b"") + tail
     path = tmp_path / "garbage.jsonl"
     path.write_bytes(data)
-    _check_garbage(path, data, flush)
+    assert_sound(codex.read(path, flush=flush), data, flush=flush)
     document = tmp_path / "garbage.json"
     document.write_bytes(data)
     codex.read(document, flush=flush)
@@ -599,35 +541,24 @@ def test_huge_line_is_skipped(tmp_path: Path) -> None:
 
 
 def _sniff(path: Path) -> list[dict[str, Any]]:
-    data = path.read_bytes()
     if path.suffix == ".json":
         try:
-            value = json.loads(data)
+            value = json.loads(path.read_bytes())
         except ValueError:
             value = None
         if isinstance(value, dict):
             return [value]
-    records: list[dict[str, Any]] = []
-    for raw in data.split(b"\n"):
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            records.append(value)
-        if len(records) == 8:
-            break
-    return records
+    return first_records(path)
 
 
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_rel)
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=GOLDEN.rel)
 def test_detects_codex_fixtures(path: Path) -> None:
     assert codex.detect(_sniff(path))
 
 
 OTHERS = sorted(
     p
-    for folder in (SHARED / "claude-code", SHARED / "openclaw", FIXTURES / "hermes")
+    for folder in (SHARED / "claude-code", SHARED / "openclaw", TRANSCRIPTS / "hermes")
     for p in folder.rglob("*.jsonl")
 )
 

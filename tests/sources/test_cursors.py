@@ -1,11 +1,13 @@
 """Cursors and leases: every complete line is read exactly once, whatever happens to the file.
 
 A fake reader (one turn per complete line) stands in for the agents' readers, so these tests are
-about the capture protocol alone: byte cursors, identity checks, claims and advances.
+about the capture protocol alone: byte cursors, identity checks, claims and advances. The last
+one is the readers' side: ``Records`` ends past every line it consumed and decodes as json.loads.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 
 from obsmem.sources import capture
 from obsmem.sources.capture import CaptureRun, plan_file, read_pending
-from obsmem.sources.jsonl import iter_lines
+from obsmem.sources.jsonl import Records, iter_lines
 from obsmem.sources.model import ReadResult, Turn
 from obsmem.sources.state import CaptureState
 
@@ -226,3 +228,56 @@ def test_every_complete_line_read_exactly_once(
     # Lines of the last generation: each exactly once. Earlier generations: never twice.
     assert all(seen[line] == 1 for line in written), (written, seen)
     assert all(count == 1 for count in seen.values()), seen
+
+
+# --- the readers' side: Records ------------------------------------------------------------------
+
+_RAW_LINE = (
+    st.binary(max_size=40)
+    | st.sampled_from([b"", b"  \t", b"\xef\xbb\xbf{}", b'{"a":"\xed\xa0\x80"}', b"[1]", b"{"])
+    | st.sampled_from(["utf-8", "utf-16", "utf-16-le", "utf-32"]).map(
+        lambda codec: '{"k": "é"}'.encode(codec)
+    )
+    | st.dictionaries(st.text(max_size=4), st.integers(), max_size=3).map(
+        lambda value: json.dumps(value).encode()
+    )
+)
+
+
+def _expected(data: bytes) -> tuple[dict[str, object] | None, str | None]:
+    """What json.loads makes of a line: the object, or why it is skipped (None if blank)."""
+    if not data.strip():
+        return None, None
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return None, "broken json"
+    return (value, None) if isinstance(value, dict) else (None, "not an object")
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(lines=st.lists(_RAW_LINE.filter(lambda raw: b"\n" not in raw), max_size=8))
+def test_records_decode_as_json_loads_and_end_past_every_line(
+    tmp_path: Path, lines: list[bytes]
+) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    records = Records(path, pass_over=lambda data: "passed over" if data == b"[1]" else None)
+    got = [(line.number, record) for line, record in records]
+    wanted: list[tuple[int, dict[str, object]]] = []
+    skipped: Counter[str] = Counter()
+    for number, data in enumerate(lines, start=1):
+        data = data.rstrip(b"\r")
+        value, reason = _expected(data)
+        if data == b"[1]":
+            skipped["passed over"] += 1
+        elif reason is not None:
+            skipped[reason] += 1
+        elif value is not None:
+            wanted.append((number, value))
+    assert got == wanted
+    assert records.skipped == skipped
+    # Blank and skipped lines are consumed too: the next read starts after the last of them.
+    assert (records.end_offset, records.end_line) == (path.stat().st_size, len(lines))

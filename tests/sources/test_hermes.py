@@ -1,7 +1,6 @@
 """The Hermes Agent reader: goldens, the behaviours formats.md asks for, incremental reads, garbage.
 
-Regenerate the golden files after an intended change with
-``OM_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/sources/test_hermes.py`` and read the diff.
+The golden files are checked (and regenerated) as ``golden.py`` says.
 """
 
 from __future__ import annotations
@@ -12,59 +11,41 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from obsmem.sources import hermes
-from obsmem.sources.model import ReadResult, Turn
+from obsmem.sources.model import ReadResult
 
-# Read at import: the autouse fixture in conftest.py clears every OM_* variable before a test.
-UPDATE_GOLDEN = os.environ.get("OM_UPDATE_GOLDEN") == "1"
+from .golden import (
+    GARBAGE,
+    JSON,
+    SHARED,
+    TRANSCRIPTS,
+    Goldens,
+    assert_sound,
+    first_records,
+    json_lines,
+    line_ends,
+    read_in_two,
+    turn_dicts,
+)
 
-TESTS = Path(__file__).resolve().parents[1]
-FIXTURES = TESTS / "fixtures" / "transcripts"
-HERMES_FIXTURES = FIXTURES / "hermes"
-GOLDEN = TESTS / "fixtures" / "golden" / "hermes"
-SHARED = Path("/work/shared/fixtures/transcripts")
-FIXTURE_FILES = sorted(HERMES_FIXTURES.rglob("*.jsonl"))
-
-
-def _rel(path: Path) -> str:
-    return path.relative_to(HERMES_FIXTURES).as_posix()
+HERMES_FIXTURES = TRANSCRIPTS / "hermes"
+GOLDEN = Goldens("hermes", hermes.read, HERMES_FIXTURES, sorted(HERMES_FIXTURES.rglob("*.jsonl")))
 
 
 def _fixture(name: str) -> Path:
-    return next(path for path in FIXTURE_FILES if path.name.startswith(name))
+    return next(path for path in GOLDEN.files if path.name.startswith(name))
 
 
-def _golden_data(path: Path) -> dict[str, Any]:
-    result = hermes.read(path, flush=True)  # a finished session is read to its end
-    turns = []
-    for turn in result.turns:
-        data = turn.to_dict()
-        data["source_path"] = Path(turn.source_path).relative_to(FIXTURES).as_posix()
-        turns.append(data)
-    return {
-        "end_line": result.end_line,
-        "skipped": dict(sorted(result.skipped.items())),
-        "turns": turns,
-    }
-
-
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_rel)
+@pytest.mark.parametrize("path", GOLDEN.files, ids=GOLDEN.rel)
 def test_golden(path: Path) -> None:
-    golden = GOLDEN / (_rel(path).replace("/", "__") + ".json")
-    actual = _golden_data(path)
-    if UPDATE_GOLDEN:
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(json.dumps(actual, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    assert golden.exists(), f"no golden file {golden.name}: run with OM_UPDATE_GOLDEN=1"
-    assert actual == json.loads(golden.read_text(encoding="utf-8"))
+    GOLDEN.check(path)
 
 
 def test_every_golden_has_its_fixture() -> None:
-    names = {_rel(path).replace("/", "__") + ".json" for path in FIXTURE_FILES}
-    assert names == {path.name for path in GOLDEN.glob("*.json")}
+    GOLDEN.check_complete()
 
 
 # --- building sessions by hand ---------------------------------------------------------------
@@ -266,28 +247,14 @@ def test_a_later_read_still_knows_the_session(tmp_path: Path) -> None:
 # --- incremental reads -----------------------------------------------------------------------
 
 
-def _dicts(turns: list[Turn]) -> list[dict[str, Any]]:
-    return [t.to_dict() | {"bytes": (t.byte_start, t.byte_end)} for t in turns]
-
-
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_rel)
+@pytest.mark.parametrize("path", GOLDEN.files, ids=GOLDEN.rel)
 def test_two_reads_give_the_turns_of_one(path: Path, tmp_path: Path) -> None:
     copy = tmp_path / path.name
     copy.write_bytes(path.read_bytes())
-    whole = _dicts(hermes.read(copy, flush=True).turns)
-    offset = 0
-    for raw in copy.read_bytes().splitlines(keepends=True):
-        offset += len(raw)
-        early = tmp_path / "early" / path.name
-        early.parent.mkdir(exist_ok=True)
-        early.write_bytes(copy.read_bytes()[:offset])
-        first = hermes.read(early)
-        for turn in first.turns:
-            turn.source_path = str(copy)
-        rest = hermes.read(
-            copy, start_offset=first.end_offset, start_line=first.end_line, flush=True
-        )
-        split = _dicts(first.turns + rest.turns)
+    whole = turn_dicts(hermes.read(copy, flush=True).turns)
+    for offset in line_ends(copy.read_bytes()):
+        first, rest = read_in_two(hermes.read, copy, offset, flush=True)
+        split = turn_dicts(first.turns + rest.turns)
         # Identical, except that a result read apart from its call cannot quote the command.
         assert [t for t in split if t["role"] != "outcome"] == [
             t for t in whole if t["role"] != "outcome"
@@ -311,50 +278,34 @@ def test_incomplete_last_line_waits_for_its_newline(tmp_path: Path) -> None:
 
 # --- garbage ---------------------------------------------------------------------------------
 
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=12,
-)
 _MESSAGE = st.fixed_dictionaries(
-    {"role": st.sampled_from(["user", "assistant", "tool", "system", "session_meta"]) | _JSON},
+    {"role": st.sampled_from(["user", "assistant", "tool", "system", "session_meta"]) | JSON},
     optional={
-        "content": _JSON | st.text(max_size=40),
+        "content": JSON | st.text(max_size=40),
         "tool_calls": st.lists(
-            st.fixed_dictionaries({}, optional={"id": _JSON, "function": _JSON}), max_size=3
+            st.fixed_dictionaries({}, optional={"id": JSON, "function": JSON}), max_size=3
         )
-        | _JSON,
-        "tool_call_id": st.sampled_from(["a", "b"]) | _JSON,
-        "name": _JSON,
-        "timestamp": _JSON,
-        "session_id": _JSON,
-        "type": _JSON,
+        | JSON,
+        "tool_call_id": st.sampled_from(["a", "b"]) | JSON,
+        "name": JSON,
+        "timestamp": JSON,
+        "session_id": JSON,
+        "type": JSON,
     },
 )
-_LINE = (
-    st.binary(max_size=60)
-    | _JSON.map(lambda v: json.dumps(v).encode())
-    | _MESSAGE.map(lambda v: json.dumps(v).encode())
-)
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+@settings(GARBAGE, max_examples=60)
+@given(
+    lines=st.lists(json_lines(_MESSAGE), max_size=12),
+    tail=st.binary(max_size=20),
+    flush=st.booleans(),
 )
-@given(lines=st.lists(_LINE, max_size=12), tail=st.binary(max_size=20), flush=st.booleans())
 def test_garbage_never_raises(tmp_path: Path, lines: list[bytes], tail: bytes, flush: bool) -> None:
     data = b"\n".join(lines) + (b"\n" if lines else b"") + tail
     path = tmp_path / "garbage.jsonl"
     path.write_bytes(data)
-    result = hermes.read(path, flush=flush)
-    assert 0 <= result.end_offset <= len(data)
-    if not flush and result.end_offset:
-        assert data[result.end_offset - 1 : result.end_offset] == b"\n"
-    for turn in result.turns:
-        assert turn.role in ("user", "assistant", "action", "outcome", "summary")
-        assert turn.text == turn.text.strip() and turn.text
+    assert_sound(hermes.read(path, flush=flush), data, flush=flush)
 
 
 def test_garbage_fixture_counts_every_bad_line() -> None:
@@ -373,23 +324,9 @@ def test_garbage_fixture_counts_every_bad_line() -> None:
 # --- detection and discovery -----------------------------------------------------------------
 
 
-def _sniff(path: Path) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
-    for raw in path.read_bytes().split(b"\n"):
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            records.append(value)
-        if len(records) == 8:
-            break
-    return records
-
-
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_rel)
+@pytest.mark.parametrize("path", GOLDEN.files, ids=GOLDEN.rel)
 def test_detects_hermes_fixtures(path: Path) -> None:
-    assert hermes.detect(_sniff(path))
+    assert hermes.detect(first_records(path))
 
 
 def test_detects_plain_chat_messages() -> None:
@@ -405,14 +342,14 @@ def test_detects_plain_chat_messages() -> None:
 
 OTHERS = sorted(
     p
-    for folder in (SHARED / "claude-code", SHARED / "openclaw", FIXTURES / "codex")
+    for folder in (SHARED / "claude-code", SHARED / "openclaw", TRANSCRIPTS / "codex")
     for p in folder.rglob("*.jsonl")
 )
 
 
 @pytest.mark.parametrize("path", OTHERS, ids=lambda p: p.name)
 def test_does_not_claim_other_agents_files(path: Path) -> None:
-    assert not hermes.detect(_sniff(path))
+    assert not hermes.detect(first_records(path))
 
 
 def test_find_files(tmp_path: Path) -> None:

@@ -1,7 +1,6 @@
 """The OpenClaw reader: goldens, unwrapping, noise, tool summaries, incremental reads, garbage.
 
-Regenerate the golden files after an intended change with
-``OM_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/sources/test_openclaw.py`` and read the diff.
+The golden files are checked (and regenerated) as ``golden.py`` says.
 """
 
 from __future__ import annotations
@@ -13,67 +12,47 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from obsmem.sources import openclaw
-from obsmem.sources.jsonl import iter_records
 from obsmem.sources.openclaw_text import (
     classify_user,
     clean_assistant,
     reduce_result,
     summarise_call,
-    summarise_tests,
     unwrap_user,
 )
+from obsmem.sources.outcomes import summarise_tests
 
-# Read at import: the autouse fixture in conftest.py clears every OM_* variable before a test.
-UPDATE_GOLDEN = os.environ.get("OM_UPDATE_GOLDEN") == "1"
+from .golden import (
+    FIXTURES,
+    GARBAGE,
+    SHARED,
+    TRANSCRIPTS,
+    Goldens,
+    assert_sound,
+    first_records,
+    line_ends,
+    read_in_two,
+)
 
-TESTS = Path(__file__).resolve().parents[1]
-FIXTURES = TESTS / "fixtures"
-TRANSCRIPTS = FIXTURES / "transcripts"
 OPENCLAW = TRANSCRIPTS / "openclaw"
-GOLDEN = FIXTURES / "golden" / "openclaw"
-SHARED = Path("/work/shared/fixtures/transcripts")
-FIXTURE_FILES = sorted(OPENCLAW.rglob("*.jsonl"))
 WRITTEN = OPENCLAW / "written" / "7b2f0c1e-4a8d-4c55-9f3e-2d61a8c4e901.jsonl"
 SMALL = OPENCLAW / "openclaw-session-md" / "session.jsonl"
 TRAJECTORY = OPENCLAW / "openclaw-session-md" / "trace.trajectory.jsonl"
+GOLDEN = Goldens(
+    "openclaw", openclaw.read, OPENCLAW, sorted(OPENCLAW.rglob("*.jsonl")), paths_from=FIXTURES
+)
 
 
-def _rel(path: Path) -> str:
-    return path.relative_to(OPENCLAW).as_posix()
-
-
-def _golden_data(path: Path) -> dict[str, Any]:
-    result = openclaw.read(path, flush=True)
-    turns = []
-    for turn in result.turns:
-        data = turn.to_dict()
-        data["source_path"] = Path(turn.source_path).relative_to(FIXTURES).as_posix()
-        turns.append(data)
-    return {
-        "end_line": result.end_line,
-        "skipped": dict(sorted(result.skipped.items())),
-        "turns": turns,
-    }
-
-
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_rel)
+@pytest.mark.parametrize("path", GOLDEN.files, ids=GOLDEN.rel)
 def test_golden(path: Path) -> None:
-    golden = GOLDEN / (_rel(path).replace("/", "__") + ".json")
-    actual = _golden_data(path)
-    if UPDATE_GOLDEN:
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(json.dumps(actual, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    assert golden.exists(), f"no golden file {golden.name}: run with OM_UPDATE_GOLDEN=1"
-    assert actual == json.loads(golden.read_text(encoding="utf-8"))
+    GOLDEN.check(path)
 
 
 def test_every_golden_has_its_fixture() -> None:
-    names = {_rel(path).replace("/", "__") + ".json" for path in FIXTURE_FILES}
-    assert names == {path.name for path in GOLDEN.glob("*.json")}
+    GOLDEN.check_complete()
 
 
 # --- what is kept and what is dropped ---------------------------------------------------------
@@ -401,22 +380,13 @@ def test_timestamps_fall_back_to_session_then_file(write: Writer) -> None:
 # --- incremental reading ------------------------------------------------------------------------
 
 
-def _line_ends(path: Path) -> list[int]:
-    data = path.read_bytes()
-    return [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
-
-
 def test_two_step_reads_equal_one_read(tmp_path: Path) -> None:
-    data = WRITTEN.read_bytes()
     growing = tmp_path / WRITTEN.name
-    growing.write_bytes(data)
+    growing.write_bytes(WRITTEN.read_bytes())
     whole = [turn.to_dict() for turn in openclaw.read(growing).turns]
-    for number, offset in enumerate(_line_ends(WRITTEN)[:-1], start=1):
-        growing.write_bytes(data[:offset])  # the file as it was when the first read ran
-        first = openclaw.read(growing)
+    for number, offset in enumerate(line_ends(WRITTEN.read_bytes())[:-1], start=1):
+        first, rest = read_in_two(openclaw.read, growing, offset)
         assert (first.end_offset, first.end_line) == (offset, number)
-        growing.write_bytes(data)
-        rest = openclaw.read(growing, start_offset=offset, start_line=number)
         # Header facts (session, project) and the noise run in force carry over the boundary.
         both = [t.to_dict() for t in first.turns + rest.turns]
         assert both == whole, f"split after line {number}"
@@ -441,7 +411,6 @@ def test_incomplete_last_line_waits_for_its_newline(tmp_path: Path) -> None:
 
 # --- garbage -----------------------------------------------------------------------------------
 
-_FIXTURE_CHECK = HealthCheck.function_scoped_fixture  # tmp_path is shared by examples: fine here
 _RECORD = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),
     lambda children: (
@@ -482,31 +451,25 @@ _MESSAGE = st.fixed_dictionaries(
 )
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(GARBAGE, max_examples=60)
 @given(st.lists(st.binary(max_size=120), max_size=12), st.booleans())
 def test_random_bytes_never_raise(tmp_path: Path, lines: list[bytes], flush: bool) -> None:
+    data = b"\n".join(lines)
     path = tmp_path / "garbage.jsonl"
-    path.write_bytes(b"\n".join(lines))
-    result = openclaw.read(path, flush=flush)
-    data = path.read_bytes()
-    assert result.end_offset <= len(data)
-    if result.end_offset and not (flush and result.end_offset == len(data)):
-        assert data[result.end_offset - 1 : result.end_offset] == b"\n"
+    path.write_bytes(data)
+    assert_sound(openclaw.read(path, flush=flush), data, flush=flush)
 
 
-@settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(GARBAGE, max_examples=80)
 @given(st.lists(_MESSAGE | _RECORD, max_size=10), st.integers(min_value=0, max_value=9))
 def test_random_records_never_raise(tmp_path: Path, records: list[Any], split: int) -> None:
+    data = "".join(json.dumps(record) + "\n" for record in records).encode()
     path = tmp_path / "random.jsonl"
-    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    path.write_bytes(data)
     whole = openclaw.read(path)
     assert whole.end_line == len(records)
-    assert all(turn.text == turn.text.strip() and turn.text for turn in whole.turns)
-    ends = [0, *_line_ends(path)]
+    assert_sound(whole, data, flush=False)
+    ends = [0, *line_ends(data)]
     at = min(split, len(ends) - 1)
     openclaw.read(path, start_offset=ends[at], start_line=at)
 
@@ -542,16 +505,6 @@ def test_trajectory_file_reads_without_turns() -> None:
 # --- detection and discovery ------------------------------------------------------------------
 
 
-def _first_records(path: Path, count: int = 5) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
-    for _line, record, _problem in iter_records(path, flush=True):
-        if record is not None:
-            records.append(record)
-        if len(records) == count:
-            break
-    return records
-
-
 def _other_agents_files() -> list[Path]:
     files: list[Path] = []
     for root in (TRANSCRIPTS, SHARED):
@@ -562,14 +515,14 @@ def _other_agents_files() -> list[Path]:
 
 @pytest.mark.parametrize("path", [SMALL, WRITTEN], ids=lambda p: p.name)
 def test_detect_claims_openclaw_sessions(path: Path) -> None:
-    assert openclaw.detect(_first_records(path))
+    assert openclaw.detect(first_records(path, 5))
 
 
 def test_detect_refuses_trajectories_and_other_agents() -> None:
-    assert not openclaw.detect(_first_records(TRAJECTORY))
+    assert not openclaw.detect(first_records(TRAJECTORY, 5))
     others = _other_agents_files()
     assert len(others) >= 10
-    claimed = [p for p in others if openclaw.detect(_first_records(p))]
+    claimed = [p for p in others if openclaw.detect(first_records(p, 5))]
     assert claimed == []
 
 

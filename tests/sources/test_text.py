@@ -1,77 +1,52 @@
 """The plain text / markdown reader: goldens, speaker markers, bounded turns, incremental reads.
 
-Regenerate the golden files after an intended change with
-``OM_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/sources/test_text.py`` and read the diff.
-Times taken from the file's modification time are stored as ``"<mtime>"`` so the goldens do not
-depend on when the fixtures were checked out.
+The golden files are checked (and regenerated) as ``golden.py`` says.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from obsmem.sources import text
-from obsmem.sources.jsonl import iter_records
-from obsmem.sources.normalise import file_time
 
-# Read at import: the autouse fixture in conftest.py clears every OM_* variable before a test.
-UPDATE_GOLDEN = os.environ.get("OM_UPDATE_GOLDEN") == "1"
+from .golden import (
+    FIXTURES,
+    GARBAGE,
+    SHARED,
+    TRANSCRIPTS,
+    Goldens,
+    assert_sound,
+    first_records,
+    line_ends,
+    read_in_two,
+)
 
-TESTS = Path(__file__).resolve().parents[1]
-FIXTURES = TESTS / "fixtures"
-TRANSCRIPTS = FIXTURES / "transcripts"
 TEXT = TRANSCRIPTS / "text"
-GOLDEN = FIXTURES / "golden" / "text"
-SHARED = Path("/work/shared/fixtures/transcripts")
-FIXTURE_FILES = sorted(p for p in TEXT.rglob("*") if p.suffix in (".md", ".txt"))
 CHAT = TEXT / "written" / "chat-export.md"
 LOG = TEXT / "written" / "support-log.txt"
 NOTES = TEXT / "written" / "meeting-notes.txt"
-_FIXTURE_CHECK = HealthCheck.function_scoped_fixture  # tmp_path shared by examples: fine here
+GOLDEN = Goldens(
+    "text",
+    text.read,
+    TEXT,
+    sorted(p for p in TEXT.rglob("*") if p.suffix in (".md", ".txt")),
+    paths_from=FIXTURES,
+    mtime_placeholder=True,
+)
 
 
-def _rel(path: Path) -> str:
-    return path.relative_to(TEXT).as_posix()
-
-
-def _golden_data(path: Path) -> dict[str, Any]:
-    result = text.read(path, flush=True)
-    mtime = file_time(path)
-    turns = []
-    for turn in result.turns:
-        data = turn.to_dict()
-        data["source_path"] = Path(turn.source_path).relative_to(FIXTURES).as_posix()
-        if data["timestamp"] == mtime:
-            data["timestamp"] = "<mtime>"
-        turns.append(data)
-    return {
-        "end_line": result.end_line,
-        "skipped": dict(sorted(result.skipped.items())),
-        "turns": turns,
-    }
-
-
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_rel)
+@pytest.mark.parametrize("path", GOLDEN.files, ids=GOLDEN.rel)
 def test_golden(path: Path) -> None:
-    golden = GOLDEN / (_rel(path).replace("/", "__") + ".json")
-    actual = _golden_data(path)
-    if UPDATE_GOLDEN:
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(json.dumps(actual, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    assert golden.exists(), f"no golden file {golden.name}: run with OM_UPDATE_GOLDEN=1"
-    assert actual == json.loads(golden.read_text(encoding="utf-8"))
+    GOLDEN.check(path)
 
 
 def test_every_golden_has_its_fixture() -> None:
-    names = {_rel(path).replace("/", "__") + ".json" for path in FIXTURE_FILES}
-    assert names == {path.name for path in GOLDEN.glob("*.json")}
+    GOLDEN.check_complete()
 
 
 # --- speakers ------------------------------------------------------------------------------
@@ -188,22 +163,14 @@ def test_provenance_points_at_the_lines(tmp_path: Path) -> None:
 # --- incremental reading ------------------------------------------------------------------------
 
 
-def _line_ends(data: bytes) -> list[int]:
-    return [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
-
-
 @pytest.mark.parametrize("source", [CHAT, LOG, NOTES], ids=lambda p: p.name)
 def test_two_step_reads_equal_one_read(tmp_path: Path, source: Path) -> None:
-    data = source.read_bytes()
     growing = tmp_path / source.name
-    growing.write_bytes(data)
+    growing.write_bytes(source.read_bytes())
     whole = [t.to_dict() for t in text.read(growing).turns]
-    for number, offset in enumerate(_line_ends(data)[:-1], start=1):
-        growing.write_bytes(data[:offset])
-        first = text.read(growing)
+    for number, offset in enumerate(line_ends(source.read_bytes())[:-1], start=1):
+        first, rest = read_in_two(text.read, growing, offset)
         assert (first.end_offset, first.end_line) == (offset, number)
-        growing.write_bytes(data)
-        rest = text.read(growing, start_offset=offset, start_line=number)
         both = [t.to_dict() for t in first.turns + rest.turns]
         # Only a turn that straddles the boundary may come out in two pieces.
         straddling = [t for t in whole if t["line_start"] <= number < t["line_end"]]
@@ -241,21 +208,18 @@ def test_speaker_carries_over_the_boundary(tmp_path: Path) -> None:
 # --- garbage, detection, discovery --------------------------------------------------------------
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[_FIXTURE_CHECK])
+@settings(GARBAGE, max_examples=80)
 @given(st.lists(st.binary(max_size=200), max_size=12), st.booleans())
 def test_random_bytes_never_raise(tmp_path: Path, lines: list[bytes], flush: bool) -> None:
+    data = b"\n".join(lines)
     path = tmp_path / "garbage.txt"
-    path.write_bytes(b"\n".join(lines))
+    path.write_bytes(data)
     result = text.read(path, flush=flush)
-    data = path.read_bytes()
-    assert result.end_offset <= len(data)
-    if result.end_offset and not (flush and result.end_offset == len(data)):
-        assert data[result.end_offset - 1 : result.end_offset] == b"\n"
-    assert all(t.text and t.text == t.text.strip() for t in result.turns)
+    assert_sound(result, data, flush=flush)
     assert all(len(t.text) <= text.MAX_TURN_CHARS for t in result.turns)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[_FIXTURE_CHECK])
+@settings(GARBAGE, max_examples=60)
 @given(st.text(alphabet=st.sampled_from(list("User:Assistant#*[] \n-`abc")), max_size=400))
 def test_marker_soup_never_raises(tmp_path: Path, content: str) -> None:
     path = tmp_path / "soup.md"
@@ -276,8 +240,7 @@ def test_detect_never_claims_json_files() -> None:
     files = [p for root in (TRANSCRIPTS, SHARED) if root.is_dir() for p in root.rglob("*.jsonl")]
     assert files
     for path in files:
-        records = [r for _line, r, _problem in iter_records(path, flush=True) if r is not None]
-        assert not text.detect(records[:5])
+        assert not text.detect(first_records(path, 5))
 
 
 def test_find_files_is_empty(tmp_path: Path) -> None:
