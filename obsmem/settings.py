@@ -150,7 +150,7 @@ SPECS: tuple[SettingSpec, ...] = (
         "OM_SEARCH_VECTOR_WEIGHT",
         "search_vector_weight",
         _float_range(0.0, 100.0),
-        1.0,
+        0.3,
         "Weight of the embedding ranking in hybrid search's reciprocal rank fusion.",
     ),
     SettingSpec(
@@ -271,7 +271,7 @@ class Settings:
     embed_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     embed_model_path: str = ""
     search_bm25_weight: float = 1.0
-    search_vector_weight: float = 1.0
+    search_vector_weight: float = 0.3
     search_rrf_k: float = 60.0
     search_winner_ratio: float = 2.0
     search_importance_boost: float = 0.05
