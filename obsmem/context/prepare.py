@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from obsmem.context.startup import ContextEntry
 from obsmem.memory.atomic import atomic_write
-from obsmem.memory.markdown import body, decode, encode, newline_of, split_lines
+from obsmem.memory.markdown import blank_generated, body, decode, encode, newline_of, split_lines
 from obsmem.memory.model import Observation
 from obsmem.memory.sections import parse_sections
 from obsmem.memory.store import MemoryStore
@@ -72,23 +72,6 @@ def replace_block(existing: bytes, block: list[str], title: str) -> bytes:
     if not lines[-1].endswith("\n"):
         lines[-1] += nl
     return encode("".join([*lines, nl, *new_block]))
-
-
-def _outside_block(data: bytes) -> bytes:
-    """The file with its generated block blanked (line numbers kept), to read the rest."""
-    text, _ = decode(data)
-    out, inside = [], False
-    for line in split_lines(text):
-        stripped = body(line).strip()
-        if stripped.startswith("<!-- om:begin"):
-            inside = True
-        if inside:
-            out.append("\n")
-        else:
-            out.append(line)
-        if stripped.startswith("<!-- om:end"):
-            inside = False
-    return encode("".join(out))
 
 
 def _from_sections(
@@ -213,12 +196,12 @@ def prepare_context(store: MemoryStore, today: date | None = None) -> PreparedCo
             store.read_bytes(store.home / REFLECTIONS_FILE), "reflections", ("Recent", 0.4, "")
         )
         hand_profile = _from_sections(
-            _outside_block(profile_bytes), "profile", ("About the user", 0.8, "Notes")
+            blank_generated(profile_bytes), "profile", ("About the user", 0.8, "Notes")
         )
         hand_active = [
             e
             for e, _ in _from_sections(
-                _outside_block(active_bytes), "active", ("Active projects", 0.6, "")
+                blank_generated(active_bytes), "active", ("Active projects", 0.6, "")
             )
         ]
         ledger = store.provenance()

@@ -32,6 +32,7 @@ from obsmem import paths
 from obsmem.errors import IndexError_, MemoryFileError
 from obsmem.index.db import index_generation, is_corruption, open_index, using_index
 from obsmem.index.schema import ENTRY_COLUMNS, schema_version
+from obsmem.memory.markdown import blank_generated
 from obsmem.memory.model import ParseIssue, Provenance
 from obsmem.memory.observations import parse_observations
 from obsmem.memory.sections import parse_sections
@@ -275,6 +276,10 @@ def _parse_rows(
     seed = SECTION_FILES.get(state.rel, state.rel)
     if state.kind == "claude-memory":
         data = blank_front_matter(data)
+    elif state.kind in ("profile", "active"):
+        # Their generated blocks copy reflections and observations, which are indexed already;
+        # only what people wrote there is searched from these files.
+        data = blank_generated(data)
     sections = parse_sections(data, kind=seed)
     for entry in sections.entries:
         if state.kind == "vault" and len(entry.cites) == 1:

@@ -18,6 +18,7 @@ __all__ = [
     "BULLET",
     "HEADING",
     "Heading",
+    "blank_generated",
     "body",
     "decode",
     "encode",
@@ -101,3 +102,18 @@ def heading(text: str) -> Heading | None:
     # Trailing spaces, then a closing run of ``#``, then the spaces before it.
     text = match.group(2).rstrip(" \t").rstrip("#")
     return Heading(len(match.group(1)), text.strip())
+
+
+def blank_generated(data: bytes) -> bytes:
+    """The file with om's generated block (``<!-- om:begin`` ... ``<!-- om:end``) blanked, line
+    numbers kept: to read what people wrote, or to index a file without its derived copy."""
+    text, _ = decode(data)
+    out, inside = [], False
+    for line in split_lines(text):
+        stripped = body(line).strip()
+        if stripped.startswith("<!-- om:begin"):
+            inside = True
+        out.append("\n" if inside else line)
+        if stripped.startswith("<!-- om:end"):
+            inside = False
+    return encode("".join(out))

@@ -495,3 +495,16 @@ def test_bytes_that_are_not_utf8_are_indexed_not_fatal(store: MemoryStore) -> No
     hits = search(store, "latin editor")
     assert [h.text for h in hits] == ["Latin-1 caf\ufffd from an old editor"]
     assert store.observations_path.read_bytes().count(b"caf\xe9") == 1  # the file keeps its bytes
+
+
+def test_generated_blocks_of_profile_and_active_are_not_indexed(store: MemoryStore) -> None:
+    from obsmem.search import search
+
+    store.ensure()
+    (store.home / "profile.md").write_text(
+        "# Profile\n\n## Notes\n\n- Hand-written zanzibar note\n\n"
+        "<!-- om:begin generated -->\n## Preferences\n\n- Generated zanzibar copy\n"
+        "<!-- om:end generated -->\n"
+    )
+    texts = [h.text for h in search(store, "zanzibar")]
+    assert texts == ["Hand-written zanzibar note"]
