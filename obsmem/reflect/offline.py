@@ -238,7 +238,11 @@ def _reflect(
             doc, new, ledger, cited, llm, report, fallback=settings.fallback
         )
     reflector = _Reflector(doc, pool, ledger, cited, report, today)
-    for obs in new:
+    # Observations dated on or before Last reflected but not cited: written since by a backfill
+    # or a late observe, or not worth promoting last time (a second sighting may have come since).
+    # The rules are deterministic and cheap, so they look at them again; the model does not.
+    late = [o for o in pool if last is not None and o.date <= last and o.id not in cited]
+    for obs in [*new, *late]:
         if obs.id not in deferred:
             reflector.consider(obs)
     if llm is not None:

@@ -466,3 +466,16 @@ def test_reflecting_twice_in_a_row_changes_nothing(store: MemoryStore) -> None:
     second = reflect(store, SETTINGS, today=today)
     assert not second.changed and not second.written and second.promoted == 0
     assert {p: p.read_bytes() for p in store.home.rglob("*.md")} == files
+
+
+def test_backfilled_observation_dated_before_last_reflected_is_still_reflected(
+    store: MemoryStore,
+) -> None:
+    store.add_observations([obs("Renamed a helper function", "2026-03-02", type="task", i=0.3)])
+    run(store, "2026-03-05")  # Last reflected: 2026-03-04
+    late = obs("Chose Redis Streams over Kafka for the event bus", "2026-03-01", type="decision",
+               i=0.9, project="atlas")  # fmt: skip
+    store.add_observations([late])  # a backfill writes an older day after the last reflection
+    run(store, "2026-03-06")
+    found = lines_in(store)
+    assert found["Chose Redis Streams over Kafka for the event bus"][2].cites == [late.id]
