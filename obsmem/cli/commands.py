@@ -140,6 +140,7 @@ def demo(ctx: click.Context, home: Path | None, keep: bool) -> None:
     from obsmem.context.startup import run_context
     from obsmem.demo import SAMPLE_QUERIES, prepare
     from obsmem.observe.run import run_observe
+    from obsmem.reflect.offline import reflect
     from obsmem.search import search as run_search
     from obsmem.settings import load_settings
     from obsmem.status import collect_status
@@ -155,6 +156,8 @@ def demo(ctx: click.Context, home: Path | None, keep: bool) -> None:
         click.echo(render.banner(f"om observe (offline rules) into {store.home}"))
         report = run_observe(store, settings, environ=demo_run.environ, flush=True, provider=None)
         click.echo(render.observe_report(report))
+        click.echo(render.banner("om reflect (offline rules)"))
+        click.echo(render.reflect_report(reflect(store, settings, provider=None)))
         click.echo(render.banner("om status"))
         click.echo(render.status(collect_status(store, settings, demo_run.environ)))
         click.echo(render.banner("observations.md"))
