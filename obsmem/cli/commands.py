@@ -64,12 +64,42 @@ def doctor(ctx: click.Context, as_json: bool, validate_key: bool) -> None:
     help="How many hits to show.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON array of hits.")
+@click.option("--since", metavar="YYYY-MM-DD", help="Only entries dated on or after this day.")
+@click.option("--until", metavar="YYYY-MM-DD", help="Only entries dated on or before this day.")
+@click.option("--type", "type_", metavar="TYPE", help="Only observations of this type.")
+@click.option("--min-importance", type=click.FloatRange(0, 1), help="Only entries this important.")
+@click.option("--project", help="Only observations from this project's sessions.")
+@click.option("--agent", help="Only observations from this agent's sessions (claude, codex, ...).")
 @pass_app
-def search(app: App, query: tuple[str, ...], limit: int, as_json: bool) -> None:
-    """Search everything om remembers (BM25 over observations, reflections, profile, active)."""
+def search(
+    app: App,
+    query: tuple[str, ...],
+    limit: int,
+    as_json: bool,
+    since: str | None,
+    until: str | None,
+    type_: str | None,
+    min_importance: float | None,
+    project: str | None,
+    agent: str | None,
+) -> None:
+    """Search everything om remembers: observations, reflections, profile, active, archive, vault
+    and Claude Code's auto-memory. Filters narrow the search (BM25) to matching entries."""
+    text = " ".join(query)
+    if any(v is not None for v in (since, until, type_, min_importance, project, agent)):
+        from obsmem.search.recall import Filters, search_entries
+
+        filters = Filters(since=since, until=until, type=type_, min_importance=min_importance,
+                          project=project, agent=agent)  # fmt: skip
+        entries = search_entries(app.store, text, filters=filters, limit=limit)
+        if as_json:
+            _json(entries)
+        else:
+            click.echo(render.hits(entries))
+        return
     from obsmem.search import search as run_search
 
-    hits = run_search(app.store, " ".join(query), limit=limit)
+    hits = run_search(app.store, text, limit=limit, settings=app.settings)
     if as_json:
         _json([h.to_dict() for h in hits])
     else:

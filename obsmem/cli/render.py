@@ -29,19 +29,25 @@ def _short(text: str, width: int = 160) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def hits(found: list[Hit]) -> str:
-    """Search hits, one block each: rank, score, id, when, priority, type, text, file:line."""
+def hits(found: list[Hit] | list[dict[str, Any]]) -> str:
+    """Search hits, one block each: rank, score, id, when, priority, type, text, file:line.
+
+    Takes ``Hit`` objects (plain search) or entry dicts (filtered search) alike.
+    """
     if not found:
         return "no matches"
     lines: list[str] = []
-    for hit in found:
-        when = " ".join(x for x in (hit.date, hit.time) if x) or "-"
-        flags = " ".join(x for x in (hit.priority, hit.type) if x)
-        lines.append(f"{hit.rank:>2}. [{hit.score:.2f}] {hit.id}  {when}  {flags}".rstrip())
-        lines.append(f"    {_short(hit.text)}")
-        where = f"{hit.file}:{hit.line}"
-        if hit.section:
-            where += f"  ({hit.section})"
+    for item in found:
+        hit = item if isinstance(item, dict) else item.to_dict()
+        when = " ".join(str(x) for x in (hit.get("date"), hit.get("time")) if x) or "-"
+        flags = " ".join(str(x) for x in (hit.get("priority"), hit.get("type")) if x)
+        lines.append(
+            f"{hit['rank']:>2}. [{hit['score']:.2f}] {hit['id']}  {when}  {flags}".rstrip()
+        )
+        lines.append(f"    {_short(str(hit['text']))}")
+        where = f"{hit['file']}:{hit['line']}"
+        if hit.get("section"):
+            where += f"  ({hit['section']})"
         lines.append(f"    {where}")
     return "\n".join(lines)
 

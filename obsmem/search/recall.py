@@ -167,12 +167,19 @@ def search_entries(
     )
 
     def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-        rows = conn.execute(sql, [TEXT_WEIGHT, SECTION_WEIGHT, expression, *params, limit])
-        out = []
-        for rank, row in enumerate(rows.fetchall(), start=1):
+        # Extra rows: vault copies share their observation's id and are dropped below.
+        rows = conn.execute(sql, [TEXT_WEIGHT, SECTION_WEIGHT, expression, *params, limit * 3])
+        out: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for row in rows.fetchall():
             entry = _entry(row[1:])
-            entry["rank"], entry["score"] = rank, 0.0 - float(row[0])
+            if entry["id"] in seen:
+                continue
+            seen.add(entry["id"])
+            entry["rank"], entry["score"] = len(out) + 1, 0.0 - float(row[0])
             out.append(entry)
+            if len(out) == limit:
+                break
         return out
 
     result: list[dict[str, Any]] = _read(store, work)

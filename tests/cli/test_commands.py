@@ -221,3 +221,24 @@ def test_real_subprocess_search_and_version(tmp_path: Path) -> None:
         check=False,
     )
     assert done.stdout.strip() == f"om {__version__}"
+
+
+def test_search_filters_narrow_the_hits(tmp_path: Path) -> None:
+    target = tmp_path / "demo"
+    assert run("demo", "--home", str(target))[0] == 0
+    os.environ["OM_HOME"] = str(target / "memory")
+    try:
+        code, out, _ = run("search", "redis", "--type", "decision", "--json")
+        hits = json.loads(out)
+        assert code == 0 and hits and all(h["type"] == "decision" for h in hits)
+        code, out, _ = run(
+            "search", "release", "--agent", "codex", "--since", "2026-11-27", "--json"
+        )
+        hits = json.loads(out)
+        assert hits and all(h["provenance"]["agent"] == "codex" for h in hits)
+        assert all(h["date"] >= "2026-11-27" for h in hits)
+        assert len({h["id"] for h in hits}) == len(hits)  # vault copies do not repeat a hit
+        code, _, err = run("search", "redis", "--type", "nonsense")
+        assert code == 2 and "unknown type 'nonsense'" in err
+    finally:
+        del os.environ["OM_HOME"]
