@@ -35,7 +35,13 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 HEAD_BYTES = 1024 * 1024
 
 # A decoder made once, fed str: skips json.loads's per-call checks and encoding sniffing.
-_decode = json.JSONDecoder().decode
+_decode_str = json.JSONDecoder().decode
+
+_fast_loads: Callable[[bytes], Any] | None
+try:  # orjson, when installed, parses several times faster; anything it refuses goes to json
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - the stdlib path is the same, only slower
+    _fast_loads = None
 
 
 @dataclass(frozen=True)
@@ -99,9 +105,19 @@ def _loads(data: bytes) -> Any:
     goes to json.loads for its BOM, surrogate and UTF-16/32 cases, or for the error.
     """
     try:
-        return _decode(data.decode())
+        return _decode(data)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return json.loads(data)
+
+
+def _decode(data: bytes) -> Any:
+    """Decode one line: orjson when it accepts the line, else the stdlib decoder on UTF-8 text."""
+    if _fast_loads is not None:
+        try:
+            return _fast_loads(data)
+        except ValueError:
+            pass  # NaN, huge integers, lone surrogates...: json decides, as it always did
+    return _decode_str(data.decode())
 
 
 def decode_object(data: bytes) -> dict[str, Any] | None:
@@ -181,7 +197,7 @@ class Records:
                         self.skip(line, reason)
                         continue
                 try:
-                    record = _decode(data.decode())
+                    record = _decode(data)
                 except (ValueError, RecursionError):
                     try:
                         record = json.loads(data)
