@@ -22,20 +22,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_cold import build
+from search_cold import build, timed  # the same memory and timing as the search benchmark
 
 from obsmem.context.prepare import prepare_context
 
 HEAVY = ("anthropic", "openai", "numpy", "fastembed", "click", "rich", "sqlite3")
-
-
-def timed(cmd: list[str], env: dict[str, str], runs: int) -> list[float]:
-    out = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
 
 
 def main() -> None:

@@ -8,10 +8,10 @@ every agent's outcomes read the same way.
 
 from __future__ import annotations
 
-import json
 import shlex
 from typing import Any
 
+from obsmem.sources.jsonl import loads_text
 from obsmem.sources.outcomes import short
 
 __all__ = [
@@ -54,7 +54,7 @@ def parse_args(raw: object) -> dict[str, Any]:
         return raw
     if isinstance(raw, str) and raw.lstrip().startswith("{"):
         try:
-            value = json.loads(raw)
+            value = loads_text(raw)
         except (ValueError, RecursionError):
             return {}
         if isinstance(value, dict):

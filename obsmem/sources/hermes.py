@@ -21,7 +21,6 @@ modification time. Hermes writes naive local times; they are taken as UTC, as ``
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from datetime import datetime
@@ -29,12 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from obsmem.sources.calls import call_detail, content_text, parse_args
-from obsmem.sources.jsonl import Line, Records, head_records
+from obsmem.sources.jsonl import Line, Records, head_records, loads_text
 from obsmem.sources.model import ReadResult, Turn
 from obsmem.sources.normalise import clip, file_time, iso_utc, project_of
 from obsmem.sources.outcomes import (
     LABEL_CHARS,
-    TEST_WORDS,
     command_outcome,
     failure_outcome,
     find_test_counts,
@@ -123,6 +121,7 @@ class _Session:
         self.calls: dict[str, tuple[str, str, str | None]] = {}  # id -> (name, label, command)
         self._file_time: str | None = None
         self._file_time_known = False
+        self._source = str(path)
 
     def learn_meta(self, record: dict[str, Any]) -> None:
         """Take the session id, time and cwd a ``session_meta`` line gives (first one wins)."""
@@ -149,19 +148,22 @@ class _Session:
         text = text.strip()
         if not text:
             return False
+        cwd = self.cwd
+        number = line.number
+        # Positional: keyword arguments cost more, at one Turn for most lines.
         self.turns.append(
             Turn(
-                role=role,
-                text=text,
-                timestamp=self._time(record.get("timestamp")),
-                session=self.session,
-                agent=AGENT,
-                project=project_of(self.cwd) if self.cwd else None,
-                source_path=str(self.path),
-                line_start=line.number,
-                line_end=line.number,
-                byte_start=line.start,
-                byte_end=line.end,
+                role,
+                text,
+                self._time(record.get("timestamp")),
+                self.session,
+                AGENT,
+                project_of(cwd) if cwd else None,
+                self._source,
+                number,
+                number,
+                line.start,
+                line.end,
             )
         )
         return True
@@ -240,8 +242,8 @@ def _routine_json(text: str) -> bool:
     them out far faster than decoding them. Anything that might be an error, a non-zero exit or
     a test summary is left for the full check.
     """
-    if any(word in text for word in TEST_WORDS):
-        return False
+    if "pass" in text or "fail" in text or "PASS" in text or "FAIL" in text:
+        return False  # TEST_WORDS, spelt out: any() over a generator costs more per result
     for key in ('"exit_code":', '"returncode":'):
         at = text.find(key)
         if at >= 0:
@@ -265,7 +267,7 @@ def _outcome(name: str, label: str, command: str | None, text: str) -> str | Non
         return None
     if stripped.startswith("{"):
         try:
-            data = json.loads(text)
+            data = loads_text(text)
         except (ValueError, RecursionError):
             data = None
     if not isinstance(data, dict):

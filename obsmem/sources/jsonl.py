@@ -28,6 +28,7 @@ __all__ = [
     "head_records",
     "iter_lines",
     "lines_before",
+    "loads_text",
 ]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -44,7 +45,9 @@ except ImportError:  # pragma: no cover - the stdlib path is the same, only slow
     _fast_loads = None
 
 
-@dataclass(frozen=True)
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, which shows in the
+# parsing figures at one Line per line; nothing hashes a Line or relies on it being immutable.
+@dataclass(slots=True)
 class Line:
     """One complete line: its 1-based number, byte range (end exclusive) and bytes (no newline)."""
 
@@ -118,6 +121,19 @@ def _decode(data: bytes) -> Any:
         except ValueError:
             pass  # NaN, huge integers, lone surrogates...: json decides, as it always did
     return _decode_str(data.decode())
+
+
+def loads_text(text: str) -> Any:
+    """``json.loads(text)`` for a JSON string inside a record (tool arguments, tool output).
+
+    orjson takes str as well; whatever it refuses goes to json.loads for the same value or error.
+    """
+    if _fast_loads is not None:
+        try:
+            return _fast_loads(text)
+        except ValueError:
+            pass
+    return json.loads(text)
 
 
 def decode_object(data: bytes) -> dict[str, Any] | None:
