@@ -122,6 +122,10 @@ class _Session:
         self._file_time: str | None = None
         self._file_time_known = False
         self._source = str(path)
+        # The record whose time was worked out last, and that time: a message often gives
+        # several turns (words, actions), all at its one time.
+        self._stamp_of: dict[str, Any] | None = None
+        self._stamp: str | None = None
 
     def learn_meta(self, record: dict[str, Any]) -> None:
         """Take the session id, time and cwd a ``session_meta`` line gives (first one wins)."""
@@ -148,6 +152,8 @@ class _Session:
         text = text.strip()
         if not text:
             return False
+        if record is not self._stamp_of:
+            self._stamp_of, self._stamp = record, self._time(record.get("timestamp"))
         cwd = self.cwd
         number = line.number
         # Positional: keyword arguments cost more, at one Turn for most lines.
@@ -155,7 +161,7 @@ class _Session:
             Turn(
                 role,
                 text,
-                self._time(record.get("timestamp")),
+                self._stamp,
                 self.session,
                 AGENT,
                 project_of(cwd) if cwd else None,

@@ -38,7 +38,7 @@ HEAD_BYTES = 1024 * 1024
 # A decoder made once, fed str: skips json.loads's per-call checks and encoding sniffing.
 _decode_str = json.JSONDecoder().decode
 
-_fast_loads: Callable[[bytes], Any] | None
+_fast_loads: Callable[[bytes | str], Any] | None
 try:  # orjson, when installed, parses several times faster; anything it refuses goes to json
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - the stdlib path is the same, only slower

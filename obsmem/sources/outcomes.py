@@ -66,6 +66,9 @@ _ERROR_MARKERS = (
     "E   ",
 )
 _RULES = ("===", "___", "---", "⎯⎯⎯")
+# Any of _ERROR_MARKERS as a substring, in one scan: any() over the markers per output line was
+# a good part of reading a failing command's result.
+_ERROR_MARKER = re.compile("|".join(map(re.escape, _ERROR_MARKERS)))
 
 
 def short(text: str, limit: int = LINE_CHARS) -> str:
@@ -84,8 +87,8 @@ def strip_ansi(text: str) -> str:
 def find_test_counts(output: str) -> str | None:
     """The test summary a runner printed (``12 passed, 1 failed``), from the end of ``output``."""
     tail = strip_ansi(output[-_COUNTS_TAIL:])
-    if not any(word in tail for word in TEST_WORDS):
-        return None  # the cheap test first: most command output has no test summary
+    if "pass" not in tail and "fail" not in tail and "PASS" not in tail and "FAIL" not in tail:
+        return None  # TEST_WORDS spelt out; most command output has no test summary
     found: list[list[tuple[str, str]]] = []
     for line in reversed(tail.splitlines()):
         counts = [(number, word.lower()) for number, word in _COUNT.findall(line)]
@@ -123,7 +126,7 @@ def _excerpt(text: str, *, errors_first: bool) -> str:
         marked = [
             line
             for line in lines
-            if any(marker in line for marker in _ERROR_MARKERS)
+            if _ERROR_MARKER.search(line)
             and not line.lstrip().startswith(_RULES)  # "===== FAILURES =====" says nothing
         ]
         if marked:
