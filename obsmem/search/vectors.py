@@ -9,6 +9,15 @@ Vectors are keyed by the SHA-256 of the embedded text and the model's name. ``sy
 right before a hybrid query, after the index refresh: it embeds only texts that have no vector
 yet (new or edited entries), so unchanged text is never embedded again, and a query embeds only
 the query itself. Vectors of texts no entry has any longer are pruned in the same step.
+
+In-process cache: a long-lived process (an MCP server) asks many queries on one open connection.
+``sync`` and ``rank`` would otherwise re-read every entry and vector and re-hash every text per
+query. So the last state of each model is kept per process: the connection it was read on, that
+connection's ``PRAGMA data_version`` (changes when any other connection commits) and
+``total_changes`` (changes when this one writes), whether ``sync`` found nothing left to do, and
+the rowids with their vectors as one matrix. While all three are unchanged, ``sync`` returns 0 at
+once and ``rank`` is one matrix-vector product. A different connection is a miss, so a process
+that opens a connection per query gets the behaviour without the cache.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from obsmem.errors import IndexError_
@@ -26,7 +36,7 @@ if TYPE_CHECKING:
 
     from obsmem.search.embeddings import Embedder
 
-__all__ = ["VectorStore", "embed_text", "text_hash"]
+__all__ = ["VectorStore", "clear_cache", "embed_text", "text_hash"]
 
 #: Texts embedded per model call and per write transaction while catching up.
 _BATCH = 256
@@ -46,6 +56,26 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+@dataclass
+class _Snapshot:
+    """What ``VectorStore`` knows of one connection's index at one ``state`` (module doc)."""
+
+    conn: sqlite3.Connection
+    state: tuple[int, int]
+    synced: bool = False
+    rowids: list[int] | None = None
+    matrix: npt.NDArray[np.float32] | None = None
+
+
+# One snapshot per model name. It holds its connection so that identity checks stay sound.
+_SNAPSHOTS: dict[str, _Snapshot] = {}
+
+
+def clear_cache() -> None:
+    """Forget every cached snapshot (tests; after replacing an index file under a connection)."""
+    _SNAPSHOTS.clear()
+
+
 class VectorStore:
     """The vectors of one index connection for one embedder, scored by cosine similarity.
 
@@ -56,12 +86,34 @@ class VectorStore:
         self.conn = conn
         self.embedder = embedder
 
+    def _state(self) -> tuple[int, int]:
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        return int(version), self.conn.total_changes
+
+    def _snapshot(self) -> _Snapshot:
+        """The cached snapshot for this connection and model, a fresh one when it is stale."""
+        state = self._state()
+        snap = _SNAPSHOTS.get(self.embedder.name)
+        if snap is None or snap.conn is not self.conn or snap.state != state:
+            snap = _Snapshot(self.conn, state)
+            _SNAPSHOTS[self.embedder.name] = snap
+        return snap
+
     def sync(self) -> int:
         """Embed every entry text that has no vector under this model yet; return how many.
 
         Also deletes this model's vectors that no entry uses any longer, so the table does not
         grow with every edit.
         """
+        if self._snapshot().synced:
+            return 0
+        count = self._sync()
+        # After our own writes: the state they left is the one known to be in sync.
+        snap = self._snapshot()
+        snap.synced = True
+        return count
+
+    def _sync(self) -> int:
         import numpy as np
 
         model = self.embedder.name
@@ -108,6 +160,21 @@ class VectorStore:
         """
         import numpy as np
 
+        snap = self._snapshot()
+        if snap.rowids is None or snap.matrix is None:
+            snap.rowids, snap.matrix = self._matrix()
+        if not snap.rowids:
+            return []
+        rowids, matrix = snap.rowids, snap.matrix
+        scores = matrix @ self.embedder.embed([query])[0]
+        # lexsort's last key is the primary one: best score first, then lower rowid.
+        order = np.lexsort((np.arange(len(rowids)), -scores))[:limit]
+        return [(rowids[int(i)], float(scores[int(i)])) for i in order]
+
+    def _matrix(self) -> tuple[list[int], npt.NDArray[np.float32]]:
+        """The rowids of the entries that have a vector (ascending) and their vectors, stacked."""
+        import numpy as np
+
         rowids: list[int] = []
         hashes: list[str] = []
         for rowid, section, text in self.conn.execute(
@@ -118,12 +185,8 @@ class VectorStore:
         vectors = self._load(hashes)
         keep = [i for i, h in enumerate(hashes) if h in vectors]
         if not keep:
-            return []
-        matrix = np.stack([vectors[hashes[i]] for i in keep])
-        scores = matrix @ self.embedder.embed([query])[0]
-        # lexsort's last key is the primary one: best score first, then lower rowid.
-        order = np.lexsort((np.arange(len(keep)), -scores))[:limit]
-        return [(rowids[keep[int(i)]], float(scores[int(i)])) for i in order]
+            return [], np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return [rowids[i] for i in keep], np.stack([vectors[hashes[i]] for i in keep])
 
     def _load(self, hashes: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
         import numpy as np
