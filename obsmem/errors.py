@@ -13,6 +13,7 @@ The tree::
     ├── ProviderError            an LLM provider call failed (``retryable``: worth trying later)
     ├── BudgetExceeded           today's OM_DAILY_TOKEN_BUDGET is spent; no request was sent
     ├── NotFound                 an id or file that was asked for does not exist
+    ├── IntegrationError         an agent's settings, hooks or scheduler could not be changed
     └── UsageError               a command was given arguments it cannot act on
 
 The CLI prints ``str(err)`` on one line and exits with status 2; library callers can catch
@@ -24,6 +25,7 @@ from __future__ import annotations
 __all__ = [
     "BudgetExceeded",
     "IndexError_",
+    "IntegrationError",
     "LockTimeout",
     "MemoryDirError",
     "MemoryFileError",
@@ -122,6 +124,14 @@ class BudgetExceeded(OmError):
 
 class NotFound(OmError):
     """An id, file or entry that was asked for does not exist."""
+
+
+class IntegrationError(OmError):
+    """An agent's settings file, hooks or the scheduler could not be read or changed.
+
+    ``om install`` checks every file before writing any, so when this is raised during planning
+    nothing was changed.
+    """
 
 
 class UsageError(OmError):

@@ -7,6 +7,10 @@
 - settings file: ``OM_ENV_FILE``, else ``<config dir>/env``;
 - state directory (cursors, ledger, lock): ``OM_STATE_DIR``, else ``<memory dir>/.om``;
 - search index: ``OM_INDEX_PATH``, else ``<state dir>/index.sqlite3``;
+- installed integrations: ``<config dir>/integrations.json``; backups of the files ``om install``
+  changed: ``OM_BACKUP_DIR``, else ``<config dir>/backups``;
+- logs of the worker and scheduled jobs: ``OM_LOG_DIR``, else ``<memory dir>/logs``;
+- hook work queue: ``<state dir>/queue``;
 - capture state (cursors, leases): ``<state dir>/state.sqlite3``;
 - agent homes: ``CLAUDE_CONFIG_DIR`` (``~/.claude``), ``CODEX_HOME`` (``~/.codex``),
   ``HERMES_HOME`` (``~/.hermes``), ``OPENCLAW_HOME`` (``~/.openclaw``).
@@ -29,13 +33,17 @@ __all__ = [
     "REFLECTIONS_FILE",
     "VAULT_DIR",
     "agent_home",
+    "backups_dir",
     "config_dir",
     "context_path",
     "env_file",
     "index_path",
+    "integrations_path",
     "ledger_path",
     "lock_path",
+    "logs_dir",
     "memory_dir",
+    "queue_dir",
     "state_db_path",
     "state_dir",
     "usage_path",
@@ -124,6 +132,32 @@ def usage_path(environ: Mapping[str, str] | None = None) -> Path:
 def state_db_path(environ: Mapping[str, str] | None = None) -> Path:
     """The capture state: transcript cursors and the leases that keep observers apart."""
     return state_dir(environ) / "state.sqlite3"
+
+
+def integrations_path(environ: Mapping[str, str] | None = None) -> Path:
+    """What ``om install`` added to each agent's files, so ``om uninstall`` removes exactly that."""
+    return config_dir(environ) / "integrations.json"
+
+
+def backups_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where ``om install`` and ``om uninstall`` copy each file before changing it."""
+    env = _env(environ)
+    if env.get("OM_BACKUP_DIR"):
+        return _expand(env["OM_BACKUP_DIR"])
+    return config_dir(env) / "backups"
+
+
+def logs_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Logs of the background worker and the scheduled jobs (rotated)."""
+    env = _env(environ)
+    if env.get("OM_LOG_DIR"):
+        return _expand(env["OM_LOG_DIR"])
+    return memory_dir(env) / "logs"
+
+
+def queue_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Work handed over by hooks to the background worker (one small JSON file per job)."""
+    return state_dir(environ) / "queue"
 
 
 #: Each agent's home: the environment variable that overrides it and its default under ``~``.
