@@ -252,6 +252,27 @@ SPECS: tuple[SettingSpec, ...] = (
         "Bearer token `om mcp --http` requires (a new one is generated per start when empty).",
         secret=True,
     ),
+    SettingSpec(
+        "OM_SESSION_OBSERVER_INTERVAL_SECONDS",
+        "session_observer_interval_seconds",
+        _int_range(0, 86_400),
+        900,
+        "Least time between two checkpoints of one session by the prompt and compaction hooks.",
+    ),
+    SettingSpec(
+        "OM_WORKER_MAX_SECONDS",
+        "worker_max_seconds",
+        _int_range(10, 86_400),
+        600,
+        "How long the background worker started by hooks may run before it leaves the rest.",
+    ),
+    SettingSpec(
+        "OM_WORKER_MAX_MEMORY_MB",
+        "worker_max_memory_mb",
+        _int_range(0, 1_048_576),
+        4096,
+        "Address-space cap of the background worker in MiB (0: no cap).",
+    ),
 )
 
 
@@ -286,6 +307,9 @@ class Settings:
     archive_after_days: int = 7
     reflections_max_lines: int = 600
     mcp_token: str = field(default="", repr=False)
+    session_observer_interval_seconds: int = 900
+    worker_max_seconds: int = 600
+    worker_max_memory_mb: int = 4096
     sources: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     env_file: Path | None = field(default=None, compare=False)
 
