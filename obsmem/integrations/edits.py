@@ -42,6 +42,7 @@ __all__ = [
     "apply_edits",
     "drop_block",
     "has_block",
+    "new_backup_folder",
     "render_diff",
     "set_block",
 ]
@@ -201,41 +202,50 @@ def _backup_name(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", label.strip("/")) or "file"
 
 
+def new_backup_folder(environ: Mapping[str, str] | None = None) -> Path:
+    """A fresh, timestamped folder name under the backups folder (created on first use)."""
+    base = backups_dir(environ) / time.strftime("%Y%m%d-%H%M%S")
+    folder, suffix = base, 1
+    while folder.exists():
+        suffix += 1
+        folder = base.with_name(f"{base.name}.{suffix}")
+    return folder
+
+
 def apply_edits(
     edits: Sequence[Edit],
     environ: Mapping[str, str] | None = None,
     run: bool = True,
+    folder: Path | None = None,
 ) -> Path | None:
-    """Apply every changed edit; return the backup folder used (None when nothing changed).
+    """Apply every changed edit; return the backup folder used (None when nothing was backed up).
 
     Each target is checked against its planned ``before`` first, all of them before any write, so a
-    file that changed since the plan stops the whole install with nothing written.
+    file that changed since the plan stops the whole step with nothing written. Backups go to
+    ``folder`` (one folder can serve several calls of one install), else to a new one.
     """
     todo = [edit for edit in edits if edit.changed]
-    if not todo:
-        return None
     for edit in todo:
         if edit.target.read() != edit.before:
             raise IntegrationError(
                 f"{edit.target.label} changed while om was preparing its edit",
                 "run the command again",
             )
-    folder = backups_dir(environ) / time.strftime("%Y%m%d-%H%M%S")
-    suffix = 1
-    while folder.exists():
-        suffix += 1
-        folder = folder.with_name(f"{folder.name.split('.')[0]}.{suffix}")
-    ensure_dir(folder)
-    for edit in todo:
-        if edit.before is not None:
+    existing = [edit for edit in todo if edit.before is not None]
+    if existing:
+        folder = folder or new_backup_folder(environ)
+        ensure_dir(folder)
+        for edit in existing:
+            assert edit.before is not None
             backup = folder / _backup_name(edit.target.label)
-            atomic_write(backup, edit.before.encode("utf-8"))
+            if not backup.exists():  # two steps of one install: keep the state before both
+                atomic_write(backup, edit.before.encode("utf-8"))
     for edit in todo:
         edit.target.write(edit.after, edit.mode)
         if run:
             for command in edit.then:
                 _run_quietly(command, environ)
-    return folder
+    return folder if existing else None
 
 
 def _run_quietly(command: Sequence[str], environ: Mapping[str, str] | None) -> None:

@@ -109,3 +109,13 @@ def test_removing_a_file(tmp_path: Path) -> None:
     path.write_text("<plist/>\n")
     apply_edits([Edit(FileTarget(path), "<plist/>\n", None)])
     assert not path.exists()
+
+
+def test_one_backup_folder_keeps_the_first_state_of_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text("original\n")
+    folder = tmp_path / "backup"
+    apply_edits([Edit(FileTarget(path), "original\n", "step one\n")], folder=folder)
+    apply_edits([Edit(FileTarget(path), "step one\n", "step two\n")], folder=folder)
+    assert [p.read_text() for p in folder.iterdir()] == ["original\n"]
+    assert path.read_text() == "step two\n"

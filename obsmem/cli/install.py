@@ -1,0 +1,161 @@
+"""``om install`` and ``om uninstall``: parse, ask unless told not to, call the library, report."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from obsmem.cli.main import cli
+
+if TYPE_CHECKING:
+    from obsmem.integrations.install import InstallReport
+
+AGENT_FLAGS = (
+    ("claude", "Claude Code"),
+    ("codex", "Codex CLI"),
+    ("hermes", "Hermes Agent"),
+    ("openclaw", "OpenClaw"),
+)
+
+
+def _agent_options(func: click.decorators.FC) -> click.decorators.FC:
+    for name, label in reversed(AGENT_FLAGS):
+        func = click.option(f"--{name}", is_flag=True, help=f"{label}.")(func)
+    return click.option("--all", "all_", is_flag=True, help="Every agent found on this machine.")(
+        func
+    )
+
+
+def _chosen(flags: dict[str, bool]) -> list[str]:
+    return [name for name, _ in AGENT_FLAGS if flags.get(name)]
+
+
+def _ask_llm(provider: str | None, model: str | None) -> None:
+    """The interactive part of ``om install``: which LLM, and its key, into the settings file."""
+    from obsmem.integrations.setup import KEY_VARIABLES, configure_llm, needs_base_url
+    from obsmem.settings import PROVIDERS
+
+    click.echo(
+        "om can compress transcripts with an LLM of your choice, or with offline rules ('none')."
+    )
+    provider = provider or click.prompt(
+        "LLM provider", type=click.Choice(PROVIDERS), default="none", show_choices=True
+    )
+    base_url = ""
+    if needs_base_url(provider):
+        base_url = click.prompt(
+            "Server address (OpenAI-compatible)", default="http://localhost:11434/v1"
+        )
+    key = ""
+    if provider in KEY_VARIABLES and not (provider == "openai-compatible" and base_url):
+        key = click.prompt(
+            f"{KEY_VARIABLES[provider]} (input hidden; leave empty to set it later)",
+            default="",
+            hide_input=True,
+            show_default=False,
+        )
+    model = model if model is not None else click.prompt("Model (empty: om's default)", default="")
+    path = configure_llm(provider, model=model or "", api_key=key, base_url=base_url)
+    click.echo(f"Settings written to {path} (mode 0600).")
+
+
+def _report(report: InstallReport, as_json: bool) -> None:
+    data = report.to_dict()
+    if as_json:
+        if report.dry_run:
+            data["diff"] = report.diff
+        click.echo(json.dumps(data, indent=2))
+        return
+    if report.dry_run:
+        click.echo(report.diff or "Nothing to change.", nl=not report.diff)
+        return
+    changed = report.changed
+    click.echo(f"Changed: {', '.join(changed)}" if changed else "Nothing to change.")
+    for path in data["files"]:
+        click.echo(f"  {path}")
+    for backup in report.backups:
+        click.echo(f"Backup of the previous files: {backup}")
+    for note in report.notes:
+        click.echo(f"Note: {note}")
+    if report.skipped:
+        click.echo(f"Skipped (not found or not installed): {', '.join(report.skipped)}")
+
+
+@cli.command()
+@_agent_options
+@click.option(
+    "--scheduler",
+    type=click.Choice(["auto", "cron", "launchd", "systemd", "none"]),
+    default="auto",
+    show_default=True,
+    help="What runs the periodic observe and the daily reflection.",
+)
+@click.option(
+    "--provider", help="LLM provider to write to the settings file (none: offline rules)."
+)
+@click.option("--llm-model", help="LLM model to write to the settings file.")
+@click.option("--non-interactive", is_flag=True, help="Ask nothing (for scripts).")
+@click.option("--dry-run", is_flag=True, help="Print every change as a diff; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+def install(
+    all_: bool,
+    scheduler: str,
+    provider: str | None,
+    llm_model: str | None,
+    non_interactive: bool,
+    dry_run: bool,
+    as_json: bool,
+    **flags: bool,
+) -> None:
+    """Hook om into your agents (all found, or those named) and schedule the background jobs.
+
+    Every file is merged, never replaced, and backed up first; running it again changes
+    nothing; om uninstall removes exactly what it added.
+    """
+    from obsmem.integrations.install import install as run_install
+    from obsmem.integrations.setup import configure_llm
+    from obsmem.paths import env_file
+
+    agents = [] if all_ else _chosen(flags)
+    if not dry_run:
+        interactive = not non_interactive and sys.stdin.isatty() and not as_json
+        if interactive and (provider or not env_file().exists()):
+            _ask_llm(provider, llm_model)
+        elif provider:
+            configure_llm(provider, model=llm_model or "")
+        elif llm_model:
+            from obsmem.integrations.setup import update_env_file
+
+            update_env_file({"OM_LLM_MODEL": llm_model}, env_file())
+    report = run_install(agents, scheduler=scheduler, dry_run=dry_run)
+    _report(report, as_json)
+
+
+@cli.command()
+@_agent_options
+@click.option(
+    "--purge",
+    is_flag=True,
+    help="Also delete om's settings file and the memory directory (asks first unless "
+    "--non-interactive).",
+)
+@click.option("--non-interactive", is_flag=True, help="Ask nothing (for scripts).")
+@click.option("--dry-run", is_flag=True, help="Print every change as a diff; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+def uninstall(
+    all_: bool, purge: bool, non_interactive: bool, dry_run: bool, as_json: bool, **flags: bool
+) -> None:
+    """Remove exactly what om install added (for the agents named, or all of them)."""
+    from obsmem.integrations.install import uninstall as run_uninstall
+    from obsmem.paths import memory_dir
+
+    if purge and not dry_run and not non_interactive:
+        click.confirm(
+            f"Delete om's settings and the memory directory {memory_dir()} for good?", abort=True
+        )
+    agents = [] if all_ else _chosen(flags)
+    report = run_uninstall(agents, dry_run=dry_run, purge=purge)
+    _report(report, as_json)

@@ -1,0 +1,216 @@
+"""``om install`` and ``om uninstall``: plan each integration, show or apply, record what changed.
+
+Order matters. The original ``observational-memory`` tool's hooks and scheduled jobs are removed
+first (so the two never run side by side), then each chosen agent is installed, then the
+scheduler (the backstop for every agent). Each step is planned against the files as they are
+when it runs, and applied before the next is planned, so two steps touching one file (the
+migration and Claude Code both edit ``settings.json``) never trip over each other. With
+``dry_run`` nothing is written and every planned change is returned as one diff; a step whose
+file an earlier step would change is planned against the current file, which the report says.
+
+What each integration added is kept in ``integrations.json``; ``om uninstall`` hands that record
+back to the integration so it removes exactly what it added.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from obsmem.errors import UsageError
+from obsmem.integrations.base import InstallContext, Plan, find_om, load_records, save_records
+from obsmem.integrations.edits import apply_edits, new_backup_folder, render_diff
+
+__all__ = [
+    "AGENTS",
+    "SCHEDULERS",
+    "InstallReport",
+    "detect_agents",
+    "install",
+    "installed",
+    "integration",
+    "uninstall",
+]
+
+#: Agents om integrates with, in the order they are installed.
+AGENTS = ("claude", "codex", "hermes", "openclaw")
+SCHEDULERS = ("auto", "cron", "launchd", "systemd", "none")
+_MODULES = {
+    "claude": "obsmem.integrations.claude",
+    "codex": "obsmem.integrations.codex",
+    "hermes": "obsmem.integrations.hermes",
+    "openclaw": "obsmem.integrations.openclaw",
+    "scheduler": "obsmem.integrations.scheduler",
+    "migration": "obsmem.integrations.migration",
+}
+
+
+def integration(name: str) -> ModuleType:
+    """The planner module of an integration (``claude``, ``scheduler``, ``migration``, ...)."""
+    return importlib.import_module(_MODULES[name])
+
+
+@dataclass
+class InstallReport:
+    """What an install or uninstall did (or, with ``dry_run``, would do)."""
+
+    dry_run: bool
+    plans: list[Plan] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    backups: list[Path] = field(default_factory=list)
+    diff: str = ""
+
+    @property
+    def changed(self) -> list[str]:
+        """Names of the integrations whose files changed (or would)."""
+        return [plan.name for plan in self.plans if plan.changed]
+
+    @property
+    def notes(self) -> list[str]:
+        """Every note the planners left for the user."""
+        return [note for plan in self.plans for note in plan.notes]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        return {
+            "dry_run": self.dry_run,
+            "changed": self.changed,
+            "unchanged": [p.name for p in self.plans if not p.changed],
+            "skipped": self.skipped,
+            "backups": [str(p) for p in self.backups],
+            "notes": self.notes,
+            "files": sorted({e.target.label for p in self.plans for e in p.edits if e.changed}),
+        }
+
+
+def _context(
+    environ: Mapping[str, str], name: str, records: Mapping[str, Any], scheduler: str
+) -> InstallContext:
+    return InstallContext(
+        environ=environ,
+        om=find_om(environ),
+        record=dict(records.get(name) or {}),
+        scheduler=scheduler,
+    )
+
+
+def detect_agents(environ: Mapping[str, str]) -> list[str]:
+    """The agents whose homes exist on this machine."""
+    found = []
+    for agent in AGENTS:
+        ctx = _context(environ, agent, {}, "none")
+        if integration(agent).detect(ctx):
+            found.append(agent)
+    return found
+
+
+def _run_steps(
+    steps: Iterable[tuple[str, str]],
+    environ: Mapping[str, str],
+    scheduler: str,
+    dry_run: bool,
+    report: InstallReport,
+) -> None:
+    records = load_records(environ)
+    diffs: list[str] = []
+    folder = new_backup_folder(environ)
+    for name, action in steps:
+        ctx = _context(environ, name, records, scheduler)
+        module = integration(name)
+        plan: Plan = module.plan_install(ctx) if action == "install" else module.plan_uninstall(ctx)
+        report.plans.append(plan)
+        diffs.append(render_diff(plan.edits))
+        if dry_run:
+            continue
+        backup = apply_edits(plan.edits, environ, folder=folder)
+        if backup is not None and backup not in report.backups:
+            report.backups.append(backup)
+        if plan.record is None:
+            records.pop(name, None)
+        else:
+            records[name] = plan.record
+        # Saved after each step: an error in a later step leaves an exact record of this one.
+        save_records(records, environ)
+    report.diff = "".join(diffs)
+
+
+def install(
+    agents: Sequence[str] = (),
+    *,
+    scheduler: str = "auto",
+    dry_run: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> InstallReport:
+    """Install om for ``agents`` (empty: every agent found on this machine) and the scheduler.
+
+    An agent named explicitly is installed even when its home is missing (its files are
+    created); agents picked by detection that are absent are reported as skipped.
+    """
+    import os
+
+    env = os.environ if environ is None else environ
+    if scheduler not in SCHEDULERS:
+        raise UsageError(f"unknown scheduler {scheduler!r}", f"use one of {', '.join(SCHEDULERS)}")
+    unknown = [a for a in agents if a not in AGENTS]
+    if unknown:
+        raise UsageError(f"unknown agent {unknown[0]!r}", f"use one of {', '.join(AGENTS)}")
+    report = InstallReport(dry_run=dry_run)
+    chosen = [a for a in AGENTS if a in agents] if agents else detect_agents(env)
+    if not agents:
+        report.skipped = [a for a in AGENTS if a not in chosen]
+    steps = [("migration", "install")] + [(a, "install") for a in chosen]
+    if scheduler != "none":
+        steps.append(("scheduler", "install"))
+    _run_steps(steps, env, scheduler, dry_run, report)
+    return report
+
+
+def installed(environ: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """The integrations ``om install`` recorded, by name."""
+    return load_records(environ)
+
+
+def uninstall(
+    agents: Sequence[str] = (),
+    *,
+    dry_run: bool = False,
+    purge: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> InstallReport:
+    """Remove what ``om install`` added for ``agents`` (empty: everything it installed).
+
+    The scheduler goes when no installed agent is left. ``purge`` also deletes om's settings
+    file, its record of integrations and the memory directory (not with ``dry_run``).
+    """
+    import os
+
+    env = os.environ if environ is None else environ
+    unknown = [a for a in agents if a not in AGENTS]
+    if unknown:
+        raise UsageError(f"unknown agent {unknown[0]!r}", f"use one of {', '.join(AGENTS)}")
+    records = load_records(env)
+    report = InstallReport(dry_run=dry_run)
+    targets = [a for a in AGENTS if a in records and (not agents or a in agents)]
+    report.skipped = [a for a in agents if a not in records]
+    remaining = [a for a in AGENTS if a in records and a not in targets]
+    steps = [(a, "uninstall") for a in targets]
+    if "scheduler" in records and not remaining:
+        steps.append(("scheduler", "uninstall"))
+    scheduler = str(records.get("scheduler", {}).get("kind", "auto"))
+    _run_steps(steps, env, scheduler, dry_run, report)
+    if purge and not dry_run:
+        _purge(env)
+    return report
+
+
+def _purge(environ: Mapping[str, str]) -> None:
+    from obsmem.paths import env_file, integrations_path, memory_dir
+
+    for path in (env_file(environ), integrations_path(environ)):
+        path.unlink(missing_ok=True)
+    shutil.rmtree(memory_dir(environ), ignore_errors=True)
