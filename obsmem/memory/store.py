@@ -17,6 +17,7 @@ from obsmem import paths
 from obsmem.errors import MemoryFileError, UsageError
 from obsmem.memory.atomic import atomic_write, ensure_dir, memory_lock
 from obsmem.memory.ledger import append_provenance, read_ledger
+from obsmem.memory.markdown import encode
 from obsmem.memory.model import (
     DEFAULT_IMPORTANCE,
     Observation,
@@ -228,22 +229,21 @@ class MemoryStore:
         Ids already present are skipped, so adding the same batch twice writes it once.
         ``context`` maps a day to its new Current Context pairs (``{"Active task": ...}``).
         Provenance goes to the ledger first (fsynced), then the markdown is replaced atomically,
-        observations and context in one write.
+        observations and context in one write. However many days a batch touches, the file is
+        parsed once and written once.
         """
         batch = list(observations)
         if not batch and not context:
             return []
         with self.lock():
             doc = self.read_observations()
-            updated, added = doc.with_added(batch)
-            for day, pairs in (context or {}).items():
-                updated = updated.with_context(day, dict(pairs))
-            if updated is doc or updated.render() == doc.render():
+            lines, added = doc.merged(batch, context)
+            if lines is doc.lines:
                 return []
             append_provenance(
                 self.ledger_path, ((o.id, o.provenance) for o in added if o.provenance is not None)
             )
-            atomic_write(self.observations_path, updated.render())
+            atomic_write(self.observations_path, encode("".join(lines)))
         return added
 
     def recent_observations(self, limit: int = 200) -> list[Observation]:

@@ -728,3 +728,31 @@ def test_additions_keep_top_level_times_in_order(gen: GenDoc, new: list[Observat
     crlf = gen.newline == "\r\n"
     if crlf and gen.days:
         assert all(line.endswith("\r\n") for line in doc.lines)
+
+
+_CONTEXT_DATES = ["2026-01-31", "2026-02-01", "2026-02-05", "2026-02-10", "2026-02-13"]
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.one_of(_fixture_docs(), structured_docs().map(lambda g: g.data)),
+    st.lists(new_observations, max_size=8),
+    st.dictionaries(
+        st.sampled_from(_CONTEXT_DATES),
+        st.dictionaries(st.sampled_from(["Active task", "Key entities"]), _WORD, max_size=2),
+        max_size=2,
+    ),
+)
+def test_one_pass_merge_equals_adding_then_setting_each_context(
+    data: bytes, new: list[Observation], context: dict[str, dict[str, str]]
+) -> None:
+    # The store's single pass (one parse, every day planned against it) must give what the
+    # step-by-step edits give, each on a fresh parse of the previous result.
+    doc = parse_observations(data)
+    lines, added = doc.merged(new, context)
+    stepwise, added_stepwise = doc.with_added(new)
+    for date, pairs in context.items():
+        stepwise = stepwise.with_context(date, pairs)
+    assert added == added_stepwise
+    assert "".join(lines).encode("utf-8", "surrogateescape") == stepwise.render()
+    assert (lines is doc.lines) == (stepwise.render() == doc.render())

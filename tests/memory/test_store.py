@@ -171,6 +171,44 @@ def test_add_observations_is_idempotent(store: MemoryStore) -> None:
     assert doc.observations[0].confidence == 0.95
 
 
+def test_a_batch_is_parsed_once_and_written_once(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Many days at once (existing, new before, between and after them) plus a Current Context:
+    # the file is read and parsed once and replaced once, however many days the batch touches.
+    store.add_observations([obs("first", date="2026-02-10"), obs("third", date="2026-02-20")])
+    import obsmem.memory.observations as observations_module
+    import obsmem.memory.store as store_module
+
+    calls: Counter[str] = Counter()
+    real_parse, real_write = observations_module.parse_observations, store_module.atomic_write
+
+    def parse(*args: object, **kwargs: object) -> object:
+        calls["parse"] += 1
+        return real_parse(*args, **kwargs)  # type: ignore[arg-type]
+
+    def write(*args: object, **kwargs: object) -> None:
+        calls["write"] += 1
+        real_write(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(observations_module, "parse_observations", parse)
+    monkeypatch.setattr(store_module, "parse_observations", parse)
+    monkeypatch.setattr(store_module, "atomic_write", write)
+    days = ["2026-02-01", "2026-02-10", "2026-02-15", "2026-02-20", "2026-02-25", "2026-03-01"]
+    batch = [obs(f"note {n} on {day}", date=day, time=f"1{n}:00") for day in days for n in range(5)]
+    context = {"2026-02-15": {"Active task": "Bulk writes"}, "2026-02-10": {"Active task": "x"}}
+    added = store.add_observations(batch, context=context)
+    assert calls == Counter(parse=1, write=1)
+    assert added == batch
+    monkeypatch.undo()
+    doc = store.read_observations()
+    assert [d.date for d in doc.days] == sorted(set(days) | {"2026-02-20"})
+    assert len(doc.observations) == 2 + len(batch)
+    day = doc.day("2026-02-15")
+    assert day is not None and day.context == {"Active task": "Bulk writes"}
+    assert doc.issues == []
+
+
 def test_files_are_private(store: MemoryStore) -> None:
     store.add_observations([obs("x", provenance=Provenance(path="/t/a.jsonl"))])
     assert mode(store.home) == 0o700
