@@ -39,11 +39,14 @@ __all__ = [
     "is_om_command",
     "is_om_server",
     "merge_hooks",
+    "merged",
     "missing_program",
     "om_argv",
     "om_hook_commands",
     "open_object",
+    "recorded",
     "remove_hooks",
+    "same_file_record",
 ]
 
 #: The subcommands om's hooks, servers and scheduled jobs run; a command running one is om's.
@@ -345,3 +348,29 @@ def _command_check(
     if stale:
         return Check(name, "warn", f"{', '.join(stale)} start another om than this one", fix)
     return Check(name, "ok", "every hook starts this om")
+
+
+def same_file_record(record: Mapping[str, Any], key: str, path: Path) -> dict[str, Any]:
+    """What the last install recorded under ``key``, when it was about the file at ``path``.
+
+    A re-install carries it over (containers om created stay om's); a record about another file
+    (the agent's home moved) is not this file's history, so it reads as empty.
+    """
+    section = record.get(key)
+    if isinstance(section, dict) and section.get("path") == str(path):
+        return dict(section)
+    return {}
+
+
+def recorded(record: Mapping[str, Any], key: str, default: Path) -> tuple[Path, dict[str, Any]]:
+    """The file an install recorded under ``key`` (``default`` when none) and its record."""
+    section = record.get(key)
+    if isinstance(section, dict) and isinstance(section.get("path"), str):
+        return Path(section["path"]), dict(section)
+    return default, {}
+
+
+def merged(old: object, new: Sequence[str]) -> list[str]:
+    """``old`` (a recorded list) followed by the items of ``new`` it does not hold yet."""
+    kept = [str(item) for item in old] if isinstance(old, list) else []
+    return kept + [item for item in new if item not in kept]

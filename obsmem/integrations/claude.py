@@ -1,0 +1,225 @@
+"""Claude Code: four hooks in ``settings.json`` and the MCP server in ``.claude.json``.
+
+- ``$CLAUDE_CONFIG_DIR/settings.json`` (``~/.claude/settings.json``): SessionStart prints the
+  startup context, SessionEnd queues the session's transcript for the background worker, and
+  UserPromptSubmit and PreCompact queue a throttled checkpoint. Each is one matcher group in the
+  event's list, beside other tools' groups.
+- ``.claude.json``: the ``om`` entry of the top-level ``mcpServers`` (user scope, every project).
+  Claude Code keeps that file in the home directory, or in ``$CLAUDE_CONFIG_DIR`` when it is set.
+  The file is large and Claude Code rewrites it itself, so om touches only ``mcpServers.om``.
+
+Both files are edited as text (:mod:`obsmem.integrations.jsonedit`): key order, indentation and
+other tools' entries keep their bytes, and uninstall gives back the original file when nothing
+else changed in it meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from obsmem.doctor import Check
+from obsmem.errors import IntegrationError
+from obsmem.integrations import jsonedit
+from obsmem.integrations.base import InstallContext, Plan
+from obsmem.integrations.edits import Edit, FileTarget
+from obsmem.integrations.jsonhooks import (
+    HookSpec,
+    check_hooks,
+    check_json_text,
+    close_object,
+    is_om_server,
+    merge_hooks,
+    merged,
+    missing_program,
+    open_object,
+    recorded,
+    remove_hooks,
+    same_file_record,
+)
+from obsmem.paths import agent_home
+
+__all__ = [
+    "EVENTS",
+    "checks",
+    "detect",
+    "mcp_config_path",
+    "plan_install",
+    "plan_uninstall",
+    "settings_path",
+]
+
+NAME = "claude"
+EVENTS = ("SessionStart", "SessionEnd", "UserPromptSubmit", "PreCompact")
+SERVER = "om"
+_FIX = "run om install --claude"
+
+
+def settings_path(environ: Mapping[str, str]) -> Path:
+    """Claude Code's user settings: ``$CLAUDE_CONFIG_DIR/settings.json``."""
+    return agent_home(NAME, environ) / "settings.json"
+
+
+def mcp_config_path(environ: Mapping[str, str]) -> Path:
+    """Where Claude Code keeps user-scope MCP servers: ``.claude.json``.
+
+    It lives in the home directory, except when ``CLAUDE_CONFIG_DIR`` is set: Claude Code then
+    keeps it in that directory.
+    """
+    if environ.get("CLAUDE_CONFIG_DIR"):
+        return agent_home(NAME, environ) / ".claude.json"
+    return Path(environ.get("HOME") or Path.home()) / ".claude.json"
+
+
+def detect(ctx: InstallContext) -> bool:
+    """Claude Code is here when its config directory or its ``.claude.json`` exists."""
+    return agent_home(NAME, ctx.environ).is_dir() or mcp_config_path(ctx.environ).is_file()
+
+
+def _specs(ctx: InstallContext) -> list[HookSpec]:
+    checkpoint = ctx.command("hook", "checkpoint", "--agent", NAME)
+    return [
+        HookSpec("SessionStart", ctx.command("context", "--for", NAME), 15),
+        HookSpec("SessionEnd", ctx.command("hook", "session-end", "--agent", NAME), 15),
+        HookSpec("UserPromptSubmit", checkpoint, 10),
+        HookSpec("PreCompact", checkpoint, 10),
+    ]
+
+
+def _server(ctx: InstallContext) -> dict[str, Any]:
+    return {"type": "stdio", "command": ctx.om[0], "args": [*ctx.om[1:], "mcp"], "env": {}}
+
+
+def _merge_server(
+    text: str | None, server: dict[str, Any], label: str
+) -> tuple[str, dict[str, Any]]:
+    """``text`` with ``mcpServers.om`` set; the record: what was created, what om replaced."""
+    text, created = open_object(text)
+    data = check_json_text(text, label)
+    found: dict[str, Any] = {"created": created}
+    servers = data.get("mcpServers")
+    if "mcpServers" not in data:
+        found["created"].append("mcpServers")
+        return jsonedit.set_member(
+            text, jsonedit.root_span(text), "mcpServers", {SERVER: server}
+        ), found
+    if not isinstance(servers, dict):
+        raise IntegrationError(
+            f'"mcpServers" in {label} is not an object', "fix the file; om changed nothing"
+        )
+    span = jsonedit.locate(text, ["mcpServers"])
+    assert span is not None
+    current = servers.get(SERVER)
+    if not is_om_server(current):
+        if SERVER in servers:
+            found["previous"] = current
+        return jsonedit.set_member(text, span, SERVER, server), found
+    # Ours already: refresh what starts it, keep anything the user added (env, timeouts).
+    for key in ("command", "args"):
+        if current.get(key) != server[key]:
+            where = jsonedit.locate(text, ["mcpServers", SERVER])
+            assert where is not None
+            text = jsonedit.set_member(text, where, key, server[key])
+    return text, found
+
+
+def _drop_server(text: str | None, label: str, section: Mapping[str, Any]) -> str | None:
+    if text is None:
+        return None
+    data = check_json_text(text, label)
+    servers = data.get("mcpServers")
+    if not isinstance(servers, dict):
+        return text
+    created = list(section.get("created") or ())
+    span = jsonedit.locate(text, ["mcpServers"])
+    assert span is not None
+    if is_om_server(servers.get(SERVER)):
+        if "previous" in section:
+            text = jsonedit.set_member(text, span, SERVER, section["previous"])
+        else:
+            text = jsonedit.remove_member(text, span, SERVER)
+        span = jsonedit.locate(text, ["mcpServers"])
+        assert span is not None
+    if "mcpServers" in created and not jsonedit.members(text, span):
+        text = jsonedit.remove_member(text, jsonedit.root_span(text), "mcpServers")
+    return close_object(text, created)
+
+
+def plan_install(ctx: InstallContext) -> Plan:
+    """Hooks into settings.json and the MCP server into .claude.json; idempotent."""
+    settings = settings_path(ctx.environ)
+    target = FileTarget(settings)
+    before = target.read()
+    after, created = merge_hooks(before, _specs(ctx), str(settings))
+    old = same_file_record(ctx.record, "settings", settings)
+    settings_record = {"path": str(settings), "created": merged(old.get("created"), created)}
+
+    mcp = mcp_config_path(ctx.environ)
+    mcp_target = FileTarget(mcp)
+    mcp_before = mcp_target.read()
+    mcp_after, found = _merge_server(mcp_before, _server(ctx), str(mcp))
+    old_mcp = same_file_record(ctx.record, "mcp", mcp)
+    mcp_record: dict[str, Any] = {
+        "path": str(mcp),
+        "created": merged(old_mcp.get("created"), found["created"]),
+    }
+    if "previous" in old_mcp:
+        mcp_record["previous"] = old_mcp["previous"]
+    elif "previous" in found:
+        mcp_record["previous"] = found["previous"]
+
+    edits = [
+        Edit(target, before, after, "Claude Code hooks: startup context, capture at end"),
+        Edit(mcp_target, mcp_before, mcp_after, "Claude Code user-scope MCP server om"),
+    ]
+    plan = Plan(NAME, edits, {"settings": settings_record, "mcp": mcp_record})
+    if "previous" in found:
+        plan.notes.append(f"replaced another MCP server named om in {mcp}; uninstall restores it")
+    if plan.changed:
+        plan.notes.append("Claude Code reads hooks and MCP servers at start: restart open sessions")
+    return plan
+
+
+def plan_uninstall(ctx: InstallContext) -> Plan:
+    """Remove om's hooks and MCP entry, and whatever containers install created for them."""
+    settings, section = recorded(ctx.record, "settings", settings_path(ctx.environ))
+    target = FileTarget(settings)
+    before = target.read()
+    created = section.get("created") if section else None
+    after = remove_hooks(before, EVENTS, str(settings), created)
+
+    mcp, mcp_section = recorded(ctx.record, "mcp", mcp_config_path(ctx.environ))
+    mcp_target = FileTarget(mcp)
+    mcp_before = mcp_target.read()
+    mcp_after = _drop_server(mcp_before, str(mcp), mcp_section)
+    edits = [
+        Edit(target, before, after, "remove om's Claude Code hooks"),
+        Edit(mcp_target, mcp_before, mcp_after, "remove om's Claude Code MCP server"),
+    ]
+    return Plan(NAME, edits, None)
+
+
+def checks(ctx: InstallContext) -> list[Check]:
+    """Hooks present and starting an om that exists; the MCP server registered."""
+    settings, _ = recorded(ctx.record, "settings", settings_path(ctx.environ))
+    found = check_hooks(NAME, settings, _specs(ctx), ctx.environ, _FIX)
+    found.append(_server_check(ctx))
+    return found
+
+
+def _server_check(ctx: InstallContext) -> Check:
+    mcp, _ = recorded(ctx.record, "mcp", mcp_config_path(ctx.environ))
+    try:
+        text = FileTarget(mcp).read()
+        data = check_json_text(text, str(mcp)) if text is not None else {}
+    except IntegrationError as exc:
+        return Check("claude: mcp", "fail", exc.message, exc.hint or _FIX)
+    servers = data.get("mcpServers")
+    server = servers.get(SERVER) if isinstance(servers, dict) else None
+    if not is_om_server(server):
+        return Check("claude: mcp", "fail", f"no om MCP server in {mcp}", _FIX)
+    if gone := missing_program([str(server["command"])], ctx.environ):
+        detail = f"the MCP server starts {gone}, which does not exist"
+        return Check("claude: mcp", "fail", detail, _FIX)
+    return Check("claude: mcp", "ok", f"mcpServers.om in {mcp}")
