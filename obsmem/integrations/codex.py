@@ -193,7 +193,9 @@ def _merge_config(
 
     after = tomlkit.dumps(doc)
     if new_tables:
-        after += ("\n" if after else "") + _appendix(new_tables)
+        newline = "\r\n" if "\r\n" in after else "\n"
+        appendix = _appendix(new_tables).replace("\n", newline)
+        after += (newline if after else "") + appendix
         appended += [key for key in new_tables if key not in appended]
     try:
         tomlkit.parse(after)
@@ -236,7 +238,7 @@ def _cut_appendix(text: str, appended: Sequence[str]) -> str | None:
     if not _is_appendix(tail):
         return None
     head = text[:start]
-    return head[:-1] if head.endswith("\n") else head
+    return head.removesuffix("\r\n" if "\r\n" in text else "\n")
 
 
 def _drop_config(text: str | None, section: Mapping[str, Any], label: str) -> str | None:

@@ -79,7 +79,8 @@ class FileTarget:
     def read(self) -> str | None:
         """The file's text, or None when it does not exist."""
         try:
-            return self.path.read_text(encoding="utf-8")
+            # Bytes, not read_text: universal newlines would turn a CRLF file into LF on write.
+            return self.path.read_bytes().decode("utf-8")
         except FileNotFoundError:
             return None
         except (OSError, UnicodeDecodeError) as exc:

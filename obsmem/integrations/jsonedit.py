@@ -148,11 +148,16 @@ def _line_indent(text: str, pos: int) -> str:
     return match.group() if match else ""
 
 
-def _render(value: Any, indent: str | None, at: str) -> str:
+def _render(value: Any, indent: str | None, at: str, newline: str = "\n") -> str:
     """``value`` as JSON; pretty-printed with ``indent`` per level, continuing lines at ``at``."""
     if indent is None:
         return json.dumps(value, ensure_ascii=False)
-    return json.dumps(value, indent=indent, ensure_ascii=False).replace("\n", "\n" + at)
+    return json.dumps(value, indent=indent, ensure_ascii=False).replace("\n", newline + at)
+
+
+def _newline(text: str) -> str:
+    """The file's line ending: CRLF when it has any, else LF."""
+    return "\r\n" if "\r\n" in text else "\n"
 
 
 def _pretty(text: str) -> bool:
@@ -161,13 +166,13 @@ def _pretty(text: str) -> bool:
 
 def _insert_child(text: str, span: Span, children: list[Span], item: Any, key: str | None) -> str:
     """Append a child (a member when ``key`` is given) after the container's last one."""
-    unit = detect_indent(text)
+    unit, nl = detect_indent(text), _newline(text)
     prefix = "" if key is None else json.dumps(key, ensure_ascii=False) + ": "
     if children:
         gap = text[span[0] + 1 : children[0][0]]
         if "\n" in gap:
             at = gap[gap.rindex("\n") + 1 :]
-            piece = ",\n" + at + prefix + _render(item, unit, at)
+            piece = "," + nl + at + prefix + _render(item, unit, at, nl)
         else:
             piece = ", " + prefix + _render(item, None, "")
         end = children[-1][1]
@@ -176,7 +181,7 @@ def _insert_child(text: str, span: Span, children: list[Span], item: Any, key: s
     if "\n" in inner or _pretty(text):
         base = _line_indent(text, span[0])
         at = base + unit
-        filling = "\n" + at + prefix + _render(item, unit, at) + "\n" + base
+        filling = nl + at + prefix + _render(item, unit, at, nl) + nl + base
     else:
         filling = prefix + _render(item, None, "")
     return text[: span[0] + 1] + filling + text[span[1] - 1 :]
@@ -226,5 +231,5 @@ def replace_value(text: str, span: Span, value: Any) -> str:
         _pretty(text) and isinstance(value, dict | list) and bool(value)
     )
     unit = detect_indent(text) if pretty else None
-    rendered = _render(value, unit, _line_indent(text, span[0]))
+    rendered = _render(value, unit, _line_indent(text, span[0]), _newline(text))
     return text[: span[0]] + rendered + text[span[1] :]

@@ -177,6 +177,8 @@ def test_flags_record_what_was_there(codex_home: Path, install_context: Build) -
         pytest.param(
             'features = { web_search_request = true }\nmodel = "o3"\n', id="inline-features"
         ),
+        pytest.param('# windows\r\nmodel = "o3"\r\n', id="crlf"),
+        pytest.param("[features]\r\nweb_search_request = true\r\n", id="crlf-features"),
     ],
 )
 def test_config_layouts_come_back_byte_for_byte(
@@ -190,7 +192,7 @@ def test_config_layouts_come_back_byte_for_byte(
     assert data["mcp_servers"]["om"] == {"command": ctx.om[0], "args": ["mcp"]}
     assert not codex.plan_install(install_context(plan.record)).edits[0].changed
     uninstall(install_context(plan.record))
-    assert (codex_home / "config.toml").read_text() == config
+    assert (codex_home / "config.toml").read_bytes() == config.encode()
 
 
 def test_new_tables_go_at_the_end_after_one_newline(

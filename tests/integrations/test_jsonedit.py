@@ -82,6 +82,15 @@ def test_other_indentations_are_followed(indent: str) -> None:
     assert after == json.dumps({"a": {"b": [1], "c": {"d": 1}}}, indent=indent) + "\n"
 
 
+def test_crlf_files_get_crlf_lines() -> None:
+    text = SETTINGS.replace("\n", "\r\n")
+    after = jsonedit.set_member(text, jsonedit.root_span(text), "hooks", {"Stop": []})
+    assert after == text.replace(
+        '"model": "opus"\r\n', '"model": "opus",\r\n  "hooks": {\r\n    "Stop": []\r\n  }\r\n'
+    )
+    assert jsonedit.remove_member(after, jsonedit.root_span(after), "hooks") == text
+
+
 def test_compact_files_stay_compact() -> None:
     text = '{"a": [1, 2], "b": {}}'
     arr = jsonedit.locate(text, ["a"])
