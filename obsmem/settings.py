@@ -273,6 +273,13 @@ SPECS: tuple[SettingSpec, ...] = (
         4096,
         "Address-space cap of the background worker in MiB (0: no cap).",
     ),
+    SettingSpec(
+        "OM_SCHEDULE_OBSERVE_MINUTES",
+        "schedule_observe_minutes",
+        _int_range(1, 60),
+        15,
+        "Minutes between two scheduled `om observe --source all` runs (read by `om install`).",
+    ),
 )
 
 
@@ -310,6 +317,7 @@ class Settings:
     session_observer_interval_seconds: int = 900
     worker_max_seconds: int = 600
     worker_max_memory_mb: int = 4096
+    schedule_observe_minutes: int = 15
     sources: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     env_file: Path | None = field(default=None, compare=False)
 

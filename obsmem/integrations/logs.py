@@ -1,0 +1,56 @@
+"""Logs of the scheduled jobs: where each job writes, and size-based rotation.
+
+Scheduled commands append their output to ``<logs dir>/<job>.log`` through a shell ``>>``, so
+om itself never holds a log file open. Rotation happens when a run starts: :func:`rotate` renames
+``observe.log`` to ``observe.log.1`` (and so on, keeping ``keep`` old files) once it has reached
+``max_bytes``. A job still appending to the renamed file keeps writing into ``.1``, which is fine:
+nothing is lost, and the next run starts a fresh file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from obsmem.paths import logs_dir
+
+__all__ = ["DEFAULT_KEEP", "DEFAULT_MAX_BYTES", "job_log", "rotate"]
+
+DEFAULT_MAX_BYTES = 1024 * 1024
+DEFAULT_KEEP = 3
+
+
+def job_log(job: str, environ: Mapping[str, str] | None = None) -> Path:
+    """The log file a scheduled job appends to (``<logs dir>/<job>.log``)."""
+    return logs_dir(environ) / f"{job}.log"
+
+
+def rotate(path: Path, max_bytes: int = DEFAULT_MAX_BYTES, keep: int = DEFAULT_KEEP) -> bool:
+    """Rotate ``path`` when it holds ``max_bytes`` or more; True when it was rotated.
+
+    ``path.1`` is the newest old log and ``path.<keep>`` the oldest; older ones are deleted. A
+    missing file is not an error, and neither is another process rotating at the same moment
+    (each rename either happens once or finds its source already gone).
+    """
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return False
+    if size < max_bytes:
+        return False
+    if keep <= 0:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        return True
+    with contextlib.suppress(FileNotFoundError):
+        path.with_name(f"{path.name}.{keep}").unlink()
+    for number in range(keep - 1, 0, -1):
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(
+                path.with_name(f"{path.name}.{number}"), path.with_name(f"{path.name}.{number + 1}")
+            )
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(path, path.with_name(f"{path.name}.1"))
+    return True
