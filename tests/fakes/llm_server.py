@@ -8,7 +8,11 @@ Endpoints:
 - ``POST /v1/chat/completions``: OpenAI chat completions (also what Ollama, llama.cpp, vLLM,
   LM Studio and OpenRouter serve);
 - ``POST /v1/messages``: Anthropic messages;
-- ``GET /v1/models``: an OpenAI-style model list (never consumes a script step).
+- ``GET /v1/models``: an OpenAI-style model list (never consumes a script step);
+- ``POST /v1/embeddings``: OpenAI embeddings. A ``Reply`` step answers with deterministic
+  vectors (``fake_embedding``: words hashed into ``dimensions`` buckets, 32 by default, so texts
+  sharing words are similar), as floats or base64 as asked; the other steps work as for
+  completions.
 
 Every request is recorded (``server.requests``). Each completion request takes the next step of
 the script (``server.push(...)``); when the script is empty the server answers with
@@ -30,10 +34,14 @@ Usage::
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import itertools
 import json
+import math
 import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -52,12 +60,16 @@ __all__ = [
     "Reply",
     "SlowBody",
     "Step",
+    "fake_embedding",
     "running",
 ]
 
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
 MODELS_PATH = "/v1/models"
+EMBEDDINGS_PATH = "/v1/embeddings"
+#: Dimensions of ``fake_embedding`` when the request names none.
+EMBEDDING_DIM = 32
 
 
 @dataclass(frozen=True)
@@ -332,7 +344,7 @@ class _Handler(BaseHTTPRequestHandler):
         request = self._read_request()
         fake = self.server.fake
         fake._record(request)
-        if request.api == "other":
+        if request.api == "other" and request.path != EMBEDDINGS_PATH:
             self._send_json(404, _openai_error(404, f"no route POST {request.path}", None))
             return
         self._perform(fake._next_step(), request)
@@ -365,6 +377,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _reply_body(self, reply: Reply, request: RecordedRequest) -> dict[str, Any]:
         body = request.body if isinstance(request.body, dict) else {}
+        if request.path == EMBEDDINGS_PATH:
+            return _embeddings_body(reply, body)
         text = reply.text(request) if callable(reply.text) else reply.text
         model = reply.model or str(body.get("model", "fake-model"))
         prompt_words = len((request.system + " " + request.user).split())
@@ -451,6 +465,41 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
+
+
+def fake_embedding(text: str, dim: int = EMBEDDING_DIM) -> list[float]:
+    """A deterministic unit vector for ``text``: its lower-cased words hashed into ``dim`` buckets.
+
+    Texts that share words point the same way, so similarity behaves like a (crude) real model.
+    """
+    vector = [0.0] * dim
+    for word in "".join(c if c.isalnum() else " " for c in text.lower()).split():
+        digest = hashlib.sha256(word.encode()).digest()
+        vector[int.from_bytes(digest[:4], "little") % dim] += 1.0 if digest[4] % 2 else -1.0
+    norm = math.sqrt(sum(v * v for v in vector))
+    if norm == 0:
+        return [1.0] + [0.0] * (dim - 1)
+    return [v / norm for v in vector]
+
+
+def _embeddings_body(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+    raw = body.get("input", [])
+    texts = [raw] if isinstance(raw, str) else [str(t) for t in raw]
+    dim = int(body.get("dimensions") or EMBEDDING_DIM)
+    data = []
+    for index, text in enumerate(texts):
+        vector = fake_embedding(text, dim)
+        embedding: Any = vector
+        if body.get("encoding_format") == "base64":
+            embedding = base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode()
+        data.append({"object": "embedding", "index": index, "embedding": embedding})
+    tokens = sum(len(t.split()) for t in texts)
+    return {
+        "object": "list",
+        "data": data,
+        "model": reply.model or str(body.get("model", "fake-embedding-model")),
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
 
 
 def _openai_error(status: int, message: str, error_type: str | None) -> dict[str, Any]:
