@@ -42,6 +42,7 @@ from obsmem.index import rebuild
 from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.search import search
 from obsmem.search.embeddings import packaged_model_folder
+from obsmem.search.indexing import embed_index
 from obsmem.settings import Settings, load_settings
 
 KS = (5, 10)
@@ -330,6 +331,9 @@ def run(
             home = Path(tmp) / "memory"
             mapping = index_conversation(home, conversation)
             store = MemoryStore(home, environ={"OM_HOME": str(home)})
+            # As after `om observe`: entries are embedded with the index, searches embed queries.
+            if problem := embed_index(store, settings).problem:
+                raise SystemExit(f"{conversation.sample_id}: {problem}")
             for question in conversation.questions:
                 began = time.perf_counter()
                 hits = search(store, question.text, limit=max(KS), settings=settings)

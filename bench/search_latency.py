@@ -11,8 +11,9 @@ it once, then measures:
   against the fresh index (median and p90 over ``--runs``);
 - warm hybrid: ``hybrid_query`` in this process on one open index connection, as a long-lived
   process (an MCP server) would hold it, with the packaged model loaded once. One warm-up
-  query, then ``--queries`` timed queries (p50, p95). Each includes ``VectorStore.sync`` (the
-  check for entries without a vector), embedding the query, BM25, the vector ranking and fusion.
+  query, then ``--queries`` timed queries (p50, p95). Each includes embedding the query, BM25,
+  the vector ranking (with its count of entries without a vector) and fusion; entries are
+  embedded beforehand, as an index update does, never by the query.
 
 Vectors: up to ``--embed-limit`` entries, every entry is embedded for real by
 ``VectorStore.sync`` (its time is reported). Above it (embedding 100,000 entries takes many

@@ -2,9 +2,10 @@
 
 After ``om observe`` writes observations and after ``om reflect`` rewrites reflections, three
 things follow from the markdown: the startup context (``profile.md``, ``active.md``,
-``context.json``), the vault pages, and the search index. Each step is independent and loses
-nothing when it fails (``om context`` prepares what is missing, the next search refreshes the
-index), so a failure is reported as a problem, not raised.
+``context.json``), the vault pages, and the search index with its entry embeddings. Each step
+is independent and loses nothing when it fails (``om context`` prepares what is missing, the
+next search refreshes the index, the next update embeds what is missing), so a failure is
+reported as a problem, not raised.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ __all__ = ["update_derived"]
 def update_derived(store: MemoryStore) -> list[str]:
     """Regenerate the startup context and the vault, then refresh the index; return problems."""
     from obsmem.context.prepare import prepare_context
-    from obsmem.index import open_index, refresh
     from obsmem.reflect.router import route
+    from obsmem.search.indexing import embed_index
 
     problems: list[str] = []
     try:
@@ -31,11 +32,11 @@ def update_derived(store: MemoryStore) -> list[str]:
     except OmError as exc:
         problems.append(f"vault not updated: {exc}")
     try:
-        conn = open_index(store.index_path)
-        try:
-            refresh(store, conn)
-        finally:
-            conn.close()
+        # Entry embeddings follow the index here, so that searches embed only their query.
+        vectors = embed_index(store)
     except OmError as exc:
         problems.append(f"index not refreshed: {exc}")
+    else:
+        if vectors.problem:
+            problems.append(f"embeddings not updated: {vectors.problem}")
     return problems

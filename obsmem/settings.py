@@ -33,6 +33,7 @@ PROVIDERS = (
     "gemini",
 )
 SEARCH_BACKENDS = ("auto", "bm25", "hybrid")
+EMBED_PROVIDERS = ("fastembed", "openai-compatible")
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
@@ -129,8 +130,8 @@ SPECS: tuple[SettingSpec, ...] = (
         "OM_EMBED_MODEL",
         "embed_model",
         _text,
-        "sentence-transformers/all-MiniLM-L6-v2",
-        "Embedding model name for hybrid search.",
+        "",
+        "Embedding model for hybrid search (empty: the provider's default).",
     ),
     SettingSpec(
         "OM_EMBED_MODEL_PATH",
@@ -138,6 +139,63 @@ SPECS: tuple[SettingSpec, ...] = (
         _text,
         "",
         "Folder holding a local embedding model.",
+    ),
+    SettingSpec(
+        "OM_EMBED_PROVIDER",
+        "embed_provider",
+        _choice(*EMBED_PROVIDERS),
+        "fastembed",
+        "Where embeddings come from: `fastembed` (local) or an `openai-compatible` endpoint.",
+    ),
+    SettingSpec(
+        "OM_EMBED_BASE_URL",
+        "embed_base_url",
+        _text,
+        "",
+        "Base URL of an OpenAI-compatible embeddings endpoint (empty: api.openai.com).",
+    ),
+    SettingSpec(
+        "OM_EMBED_API_KEY",
+        "embed_api_key",
+        _text,
+        "",
+        "Key for the embeddings endpoint (empty: OPENAI_API_KEY).",
+        secret=True,
+    ),
+    SettingSpec(
+        "OM_EMBED_BATCH_SIZE",
+        "embed_batch_size",
+        _int_range(1, 2048),
+        64,
+        "Texts embedded per model call or endpoint request.",
+    ),
+    SettingSpec(
+        "OM_EMBED_TIMEOUT_SECONDS",
+        "embed_timeout_seconds",
+        _float_range(1.0, 3600.0),
+        30.0,
+        "Timeout of one request to the embeddings endpoint.",
+    ),
+    SettingSpec(
+        "OM_RERANK_MODEL",
+        "rerank_model",
+        _text,
+        "",
+        "fastembed cross-encoder that reranks the best results (empty: no reranking).",
+    ),
+    SettingSpec(
+        "OM_RERANK_MODEL_PATH",
+        "rerank_model_path",
+        _text,
+        "",
+        "Folder holding a local cross-encoder model.",
+    ),
+    SettingSpec(
+        "OM_RERANK_TOP",
+        "rerank_top",
+        _int_range(2, 200),
+        30,
+        "How many of the best results the cross-encoder reranks.",
     ),
     SettingSpec(
         "OM_SEARCH_BM25_WEIGHT",
@@ -296,8 +354,16 @@ class Settings:
     openai_api_key: str = field(default="", repr=False)
     gemini_api_key: str = field(default="", repr=False)
     search_backend: str = "auto"
-    embed_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    embed_model: str = ""
     embed_model_path: str = ""
+    embed_provider: str = "fastembed"
+    embed_base_url: str = ""
+    embed_api_key: str = field(default="", repr=False)
+    embed_batch_size: int = 64
+    embed_timeout_seconds: float = 30.0
+    rerank_model: str = ""
+    rerank_model_path: str = ""
+    rerank_top: int = 30
     search_bm25_weight: float = 1.0
     search_vector_weight: float = 0.3
     search_rrf_k: float = 60.0

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from fakes.llm_server import FakeLLMServer
+from fakes.reranker import FakeReranker
 
 from obsmem.memory.store import MemoryStore
 
@@ -75,3 +76,16 @@ def fake_llm() -> Iterator[FakeLLMServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def fake_reranker() -> Iterator[FakeReranker]:
+    """A ``FakeReranker`` that ``OM_RERANK_MODEL=fake-cross-encoder`` loads (no model involved)."""
+    from obsmem.search import rerank
+
+    reranker = FakeReranker()
+    rerank._RERANKERS[(reranker.name, "")] = reranker
+    try:
+        yield reranker
+    finally:
+        rerank.reset_reranker_cache()

@@ -142,14 +142,18 @@ def context(agent: str, cwd: str | None, budget: int) -> None:
 @cli.command()
 @pass_app
 def reindex(app: App) -> None:
-    """Rebuild the search index from the markdown memory files."""
-    from obsmem.index import rebuild
+    """Rebuild the search index from the markdown memory files, and embed what needs it."""
+    from obsmem.search.indexing import reindex as reindex_store
 
-    report = rebuild(app.store)
+    report, vectors = reindex_store(app.store, app.settings)
     click.echo(
         f"indexed {report.entries} entries from {report.files_indexed} file(s) "
         f"into {app.store.index_path}"
     )
+    if vectors.model is not None:
+        click.echo(f"embedded {vectors.embedded} new text(s) with {vectors.model}")
+    if vectors.problem:
+        click.echo(f"om: embeddings not updated: {vectors.problem}", err=True)
 
 
 @cli.command()

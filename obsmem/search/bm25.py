@@ -222,7 +222,7 @@ def search(
     def run(conn: sqlite3.Connection) -> list[Hit]:
         if refresh:
             refresh_index(store, conn)
-        if embedder is None:
+        if embedder is None and not settings.rerank_model:
             return query_index(conn, expression, limit)
         from obsmem.search.hybrid import hybrid_query
 

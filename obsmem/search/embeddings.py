@@ -1,21 +1,27 @@
 """Text embedders for hybrid search, and the choice between hybrid and BM25-only search.
 
 An ``Embedder`` turns texts into unit-length float32 vectors (``embed``), knows its ``dim`` and
-has a ``name`` that keys its vectors in the index, so vectors of two models never mix.
-``FastEmbedEmbedder`` runs a local ONNX model through fastembed (the ``semantic`` extra).
+has a ``name`` that keys its vectors in the index, so vectors of two models never mix. Two
+providers (``OM_EMBED_PROVIDER``):
+
+- ``fastembed`` (the default): ``FastEmbedEmbedder`` runs a local ONNX model through fastembed
+  (the ``semantic`` extra); its name is the model's.
+- ``openai-compatible``: ``EndpointEmbedder`` (``endpoint.py``) asks a ``/v1/embeddings``
+  endpoint (Ollama, llama.cpp, vLLM, LM Studio, OpenAI); its name is ``model@base-url``.
 
 ``resolve_backend(settings)`` decides what ``search`` runs:
 
 - ``OM_SEARCH_BACKEND=bm25``: BM25 only, silently.
-- ``auto`` (the default): hybrid when fastembed is importable *and* ``OM_EMBED_MODEL_PATH``
-  names a model folder; BM25 silently otherwise (``om doctor`` says which and why). ``auto``
-  never downloads a model, so a search never waits on the network.
-- ``hybrid``: the model from ``OM_EMBED_MODEL_PATH`` when set, else fastembed's own copy of
+- ``auto`` (the default): hybrid when an embedder is configured: fastembed importable *and*
+  ``OM_EMBED_MODEL_PATH`` naming a model folder, or ``OM_EMBED_PROVIDER=openai-compatible``;
+  BM25 silently otherwise (``om doctor`` says which and why). ``auto`` never downloads a model,
+  so a search never waits on a model hub.
+- ``hybrid``: as ``auto``, and with fastembed and no folder, fastembed's own copy of
   ``OM_EMBED_MODEL`` (downloaded on first use). When that fails, BM25, and one line on stderr.
 
-A model that fails to load is reported once per process (``notice``), never as a traceback.
-fastembed and numpy are imported only inside the functions that need them, so importing this
-module (and ``om search`` with BM25) stays cheap.
+An embedder that fails to load is reported once per process (``notice``), never as a traceback.
+fastembed, numpy and the openai SDK are imported only inside the functions that need them, so
+importing this module (and ``om search`` with BM25) stays cheap.
 """
 
 from __future__ import annotations
@@ -44,12 +50,16 @@ __all__ = [
     "Embedder",
     "FastEmbedEmbedder",
     "backend_status",
+    "embed_model_name",
     "load_embedder",
     "notice",
     "packaged_model_folder",
     "reset_backend_cache",
     "resolve_backend",
 ]
+
+#: The fastembed model used when ``OM_EMBED_MODEL`` is empty.
+FASTEMBED_DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 #: What a model folder (``OM_EMBED_MODEL_PATH``) must hold: the ONNX graph and its tokenizer.
 MODEL_FILES: tuple[str, ...] = (
@@ -191,9 +201,10 @@ class Backend:
     embedder: Embedder | None = None
 
 
-# One embedder per (model, folder) per process: loading an ONNX model costs most of a second.
-_EMBEDDERS: dict[tuple[str, str], Embedder] = {}
-_FAILED: dict[tuple[str, str], str] = {}
+# One embedder per (provider, model, folder or URL) per process: loading an ONNX model costs
+# most of a second.
+_EMBEDDERS: dict[tuple[str, str, str], Embedder] = {}
+_FAILED: dict[tuple[str, str, str], str] = {}
 _NOTICED: set[str] = set()
 
 
@@ -230,6 +241,30 @@ def model_folder_problem(path: Path) -> str | None:
     return None
 
 
+def embed_model_name(settings: Settings) -> str:
+    """``OM_EMBED_MODEL``, or the provider's default model when it is empty."""
+    if settings.embed_model:
+        return settings.embed_model
+    if settings.embed_provider == "openai-compatible":
+        from obsmem.search.endpoint import DEFAULT_MODEL
+
+        return DEFAULT_MODEL
+    return FASTEMBED_DEFAULT_MODEL
+
+
+def _endpoint_status(settings: Settings) -> tuple[str, str]:
+    if importlib.util.find_spec("numpy") is None:
+        return "bm25", "numpy is not installed (pip install 'obsmem[semantic]')"
+    if importlib.util.find_spec("openai") is None:
+        return "bm25", "the openai package is not installed (pip install 'obsmem[llm]')"
+    if not settings.embed_base_url and not (settings.embed_api_key or settings.openai_api_key):
+        return "bm25", "OM_EMBED_PROVIDER=openai-compatible but OM_EMBED_BASE_URL is empty"
+    from obsmem.search.endpoint import OPENAI_URL
+
+    url = settings.embed_base_url or OPENAI_URL
+    return "hybrid", f"{embed_model_name(settings)} from {url}"
+
+
 def backend_status(settings: Settings) -> tuple[str, str]:
     """The backend ``search`` would use and why, without loading any model (for ``om doctor``).
 
@@ -238,42 +273,62 @@ def backend_status(settings: Settings) -> tuple[str, str]:
     wanted = settings.search_backend
     if wanted == "bm25":
         return "bm25", "OM_SEARCH_BACKEND=bm25"
+    if settings.embed_provider == "openai-compatible":
+        return _endpoint_status(settings)
     if not fastembed_installed():
         return "bm25", "the semantic extra (fastembed, numpy) is not installed"
+    model = embed_model_name(settings)
     path = Path(settings.embed_model_path).expanduser() if settings.embed_model_path else None
     if path is not None:
         problem = model_folder_problem(path)
         if problem:
             return "bm25", problem
-        return "hybrid", f"{settings.embed_model} from {path}"
+        return "hybrid", f"{model} from {path}"
     if wanted == "auto":
         return "bm25", "no local embedding model (set OM_EMBED_MODEL_PATH)"
-    return "hybrid", f"{settings.embed_model} from fastembed's cache (downloaded on first use)"
+    return "hybrid", f"{model} from fastembed's cache (downloaded on first use)"
+
+
+def _new_embedder(settings: Settings, path: Path | None) -> Embedder:
+    model = embed_model_name(settings)
+    if settings.embed_provider == "openai-compatible":
+        from obsmem.search.endpoint import EndpointEmbedder
+
+        return EndpointEmbedder(
+            model,
+            base_url=settings.embed_base_url,
+            api_key=settings.embed_api_key or settings.openai_api_key,
+            batch_size=settings.embed_batch_size,
+            timeout=settings.embed_timeout_seconds,
+        )
+    if not fastembed_installed():
+        # Importing for real also catches a package that is present but broken.
+        importlib.import_module("fastembed")
+    if path is not None and (problem := model_folder_problem(path)):
+        raise SettingsError(problem, "see docs/configuration.md, hybrid search")
+    return FastEmbedEmbedder(model, path, batch_size=settings.embed_batch_size)
 
 
 def load_embedder(settings: Settings) -> Embedder:
     """The embedder the settings name, loaded once per process.
 
-    Raises ``SettingsError`` when it cannot be loaded (missing extra, bad folder, no download).
+    Raises ``SettingsError`` when it cannot be loaded (missing extra, bad folder, no download,
+    no endpoint configured). An endpoint embedder sends nothing until it embeds.
     """
     path = Path(settings.embed_model_path).expanduser() if settings.embed_model_path else None
-    key = (settings.embed_model, str(path or ""))
+    where = settings.embed_base_url if settings.embed_provider != "fastembed" else str(path or "")
+    key = (settings.embed_provider, embed_model_name(settings), where)
     if key in _EMBEDDERS:
         return _EMBEDDERS[key]
     if key in _FAILED:
         raise SettingsError(_FAILED[key], "see `om doctor`")
     try:
-        if not fastembed_installed():
-            # Importing for real also catches a package that is present but broken.
-            importlib.import_module("fastembed")
-        if path is not None and (problem := model_folder_problem(path)):
-            raise SettingsError(problem, "see docs/configuration.md, hybrid search")
-        embedder: Embedder = FastEmbedEmbedder(settings.embed_model, path)
+        embedder = _new_embedder(settings, path)
     except SettingsError as exc:
         _FAILED[key] = exc.message
         raise
     except Exception as exc:  # fastembed and onnxruntime raise many kinds; none may escape
-        message = f"cannot load embedding model {settings.embed_model}: {exc}".splitlines()[0]
+        message = f"cannot load embedding model {key[1]}: {exc}".splitlines()[0]
         _FAILED[key] = message
         raise SettingsError(message, "see `om doctor`") from None
     _EMBEDDERS[key] = embedder
@@ -283,14 +338,15 @@ def load_embedder(settings: Settings) -> Embedder:
 def resolve_backend(settings: Settings) -> Backend:
     """Decide between hybrid and BM25 for ``settings``; load the model when hybrid is possible.
 
-    Falling back from an explicit ``hybrid``, or from ``auto`` with a model folder that fails to
-    load, prints one line on stderr per process; ``auto`` without a model folder is silent.
+    Falling back from an explicit ``hybrid``, or from ``auto`` with a model folder or an endpoint
+    configured, prints one line on stderr per process; ``auto`` with nothing configured is silent.
     """
     kind, reason = backend_status(settings)
     if kind == "bm25":
         # Silent only for ``auto`` with nothing configured: that is the documented default.
         if settings.search_backend == "hybrid" or (
-            settings.search_backend == "auto" and settings.embed_model_path
+            settings.search_backend == "auto"
+            and (settings.embed_model_path or settings.embed_provider != "fastembed")
         ):
             notice(f"hybrid search unavailable ({reason}); using BM25 only")
         return Backend("bm25", reason)

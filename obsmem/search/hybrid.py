@@ -1,12 +1,15 @@
 """Hybrid search: BM25 and embedding rankings fused by reciprocal rank, with small boosts.
 
-The pieces are pure functions (``rrf_fuse``, ``clear_winner``, ``boost``, ``fused_order``) so they
-can be tested without an index or a model; ``hybrid_query`` wires them to the index.
+The pieces are pure functions (``rrf_fuse``, ``clear_winner``, ``boost``, ``fused_order``; the
+reranker's blending in ``rerank.py``) so they can be tested without an index or a model;
+``hybrid_query`` wires them to the index.
 
 How one query is answered (``hybrid_query``):
 
-1. ``VectorStore.sync`` embeds the entries whose text has no vector yet (normally none: only what
-   changed since the last hybrid query), then the query text is embedded.
+1. The query text is embedded; entries are not (their vectors were computed when the index was
+   updated: ``indexing.py``). Entries edited since have no vector yet: BM25 still finds them,
+   and one line on stderr says how many and how to embed them (``om reindex``). When the query
+   cannot be embedded (an endpoint down), the search goes on with BM25 alone and says so once.
 2. Two candidate lists of ``POOL`` entries: BM25 (FTS5, as ``om search`` with BM25 only) and
    cosine similarity over every entry's vector.
 3. Reciprocal rank fusion: an entry at rank r (1-based) of a list with weight w earns
@@ -18,8 +21,14 @@ How one query is answered (``hybrid_query``):
    its second best (or it is BM25's only match), an exact keyword hit is the answer, and the
    fusion does not get to demote it: it stays first and the fused order fills the other places.
    A ratio of 0 turns this off.
-6. Vault copies are dropped as in BM25 search (``distinct_rows``); a hit's ``score`` is its
-   boosted fused score.
+6. Vault copies are dropped as in BM25 search (``distinct_rows``).
+7. With ``OM_RERANK_MODEL`` set, a cross-encoder reorders the first ``OM_RERANK_TOP`` results,
+   blended with their fused position (``rerank.py``); the winner of step 5 is not reranked.
+
+A hit's ``score`` is its boosted fused score (BM25's score when there are no embeddings); its
+``rank`` is its place after reranking, so with a reranker scores need not decrease with rank.
+Without an embedder (``embedder=None``) the candidates are BM25's alone, in BM25's order, which
+is how BM25-only search is reranked.
 """
 
 from __future__ import annotations
@@ -30,10 +39,11 @@ from datetime import date as Date
 from typing import TYPE_CHECKING
 
 from obsmem.search.bm25 import ROW_SQL, Hit, bm25_rows, distinct_rows, hit_from_row
-from obsmem.search.vectors import VectorStore
+from obsmem.search.vectors import VectorStore, embed_text
 
 if TYPE_CHECKING:
     from obsmem.search.embeddings import Embedder
+    from obsmem.search.rerank import Reranker
     from obsmem.settings import Settings
 
 __all__ = [
@@ -125,59 +135,102 @@ def _importance(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+def _semantic(
+    conn: sqlite3.Connection, query: str, embedder: Embedder, pool: int
+) -> list[tuple[int, float]] | None:
+    """The vector ranking for ``query``, or None when the query cannot be embedded."""
+    from obsmem.search.embeddings import notice
+
+    vectors = VectorStore(conn, embedder)
+    try:
+        query_vector = embedder.embed([query])[0]
+    except Exception as exc:  # an endpoint or a model failing must not fail the search
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        notice(f"hybrid search unavailable (cannot embed the query: {detail}); using BM25 only")
+        return None
+    ranked = vectors.rank_vector(query_vector, pool)
+    missing = vectors.unembedded()
+    if missing:
+        notice(
+            f"{missing} memory entr{'y has' if missing == 1 else 'ies have'} no embedding "
+            f"under {embedder.name} yet and {'is' if missing == 1 else 'are'} found by keyword "
+            "only; run `om reindex` to embed them"
+        )
+    return ranked
+
+
 def hybrid_query(
     conn: sqlite3.Connection,
     query: str,
     expression: str,
     limit: int,
-    embedder: Embedder,
+    embedder: Embedder | None,
     settings: Settings,
     *,
     today: Date | None = None,
+    reranker: Reranker | None = None,
 ) -> list[Hit]:
     """The best ``limit`` hits for ``query`` by fused BM25 and vector rank (see the module doc).
 
-    ``expression`` is ``fts_query(query)``. Embeds entries missing a vector first.
+    ``expression`` is ``fts_query(query)``. Embeds only the query. ``reranker`` defaults to the
+    one ``OM_RERANK_MODEL`` names (``rerank.load_reranker``); without one, nothing is reranked.
     """
-    vectors = VectorStore(conn, embedder)
-    vectors.sync()
-    # Extra candidates so that dropping vault copies still leaves ``limit`` distinct entries.
-    pool = max(POOL, limit * 3)
+    from obsmem.search.rerank import load_reranker, rerank_order
+
+    reranker = reranker or load_reranker(settings)
+    top = settings.rerank_top if reranker is not None else 0
+    # Extra candidates so that dropping vault copies still leaves enough distinct entries.
+    pool = max(POOL, limit * 3, top * 2)
     keyword = bm25_rows(conn, expression, pool)
-    semantic = vectors.rank(query, pool)
+    semantic = _semantic(conn, query, embedder, pool) if embedder is not None else None
     rows: dict[int, Sequence[object]] = {int(str(row[-1])): row for row in keyword}
-    for rowid, _ in semantic:
-        if rowid not in rows:
-            found = conn.execute(ROW_SQL, (rowid,)).fetchone()
-            if found is not None:
-                rows[rowid] = tuple(found)
-    fused = rrf_fuse(
-        [[int(str(row[-1])) for row in keyword], [rowid for rowid, _ in semantic]],
-        [settings.search_bm25_weight, settings.search_vector_weight],
-        settings.search_rrf_k,
-    )
-    day = today or Date.today()
-    boosted = {
-        rowid: boost(
-            score,
-            _importance(rows[rowid][9]),
-            _age_days(rows[rowid][5], day),
-            importance_weight=settings.search_importance_boost,
-            recency_weight=settings.search_recency_boost,
-            half_life_days=settings.search_recency_half_life_days,
+    if semantic is None:
+        scores = {rowid: 0.0 - float(str(row[0])) for rowid, row in rows.items()}
+        order = [int(str(row[-1])) for row in keyword]
+        pinned = None
+    else:
+        for rowid, _ in semantic:
+            if rowid not in rows:
+                found = conn.execute(ROW_SQL, (rowid,)).fetchone()
+                if found is not None:
+                    rows[rowid] = tuple(found)
+        fused = rrf_fuse(
+            [[int(str(row[-1])) for row in keyword], [rowid for rowid, _ in semantic]],
+            [settings.search_bm25_weight, settings.search_vector_weight],
+            settings.search_rrf_k,
         )
-        for rowid, score in fused.items()
-        if rowid in rows
-    }
-    bm25_scores = [0.0 - float(str(row[0])) for row in keyword]
-    pinned = (
-        int(str(keyword[0][-1]))
-        if clear_winner(bm25_scores, settings.search_winner_ratio)
-        else None
-    )
-    ordered = [rows[rowid] for rowid in fused_order(boosted, pinned)]
-    kept = distinct_rows(ordered, limit)
+        day = today or Date.today()
+        scores = {
+            rowid: boost(
+                score,
+                _importance(rows[rowid][9]),
+                _age_days(rows[rowid][5], day),
+                importance_weight=settings.search_importance_boost,
+                recency_weight=settings.search_recency_boost,
+                half_life_days=settings.search_recency_half_life_days,
+            )
+            for rowid, score in fused.items()
+            if rowid in rows
+        }
+        bm25_scores = [0.0 - float(str(row[0])) for row in keyword]
+        pinned = (
+            int(str(keyword[0][-1]))
+            if clear_winner(bm25_scores, settings.search_winner_ratio)
+            else None
+        )
+        order = fused_order(scores, pinned)
+    kept = distinct_rows([rows[rowid] for rowid in order], max(limit, top))
+    if reranker is not None:
+        keep_first = pinned is not None and bool(kept) and int(str(kept[0][-1])) == pinned
+        texts = [embed_text(_str(row[10]), str(row[11])) for row in kept]
+        kept = [
+            kept[i] for i in rerank_order(query, texts, reranker, top=top, keep_first=keep_first)
+        ]
     return [
-        hit_from_row(rank, row, boosted[int(str(row[-1]))])
-        for rank, row in enumerate(kept, start=1)
+        hit_from_row(rank, row, scores[int(str(row[-1]))])
+        for rank, row in enumerate(kept[:limit], start=1)
     ]
+
+
+def _str(value: object) -> str | None:
+    return None if value is None else str(value)

@@ -5,19 +5,24 @@ no vector extension can be relied on: vectors are float32 BLOBs in SQLite and a 
 matrix-vector product in numpy. ``VectorStore`` is the one class that knows this, so a faster
 backend (an ANN index, sqlite-vec where it loads) can replace it behind the same three methods.
 
-Vectors are keyed by the SHA-256 of the embedded text and the model's name. ``sync`` is called
-right before a hybrid query, after the index refresh: it embeds only texts that have no vector
-yet (new or edited entries), so unchanged text is never embedded again, and a query embeds only
-the query itself. Vectors of texts no entry has any longer are pruned in the same step.
+Vectors are keyed by the SHA-256 of the embedded text and the model's name. ``sync`` runs when
+the index is updated (``obsmem/search/indexing.py``: after ``om observe`` and ``om reflect``
+write, and by ``om reindex``), never during a search: it embeds only texts that have no vector
+of the model's dimension yet (new or edited entries), so unchanged text is never embedded again,
+and a query embeds only the query itself. Vectors of texts no entry has any longer are pruned in
+the same step. An entry edited by hand between two updates has no vector until the next one:
+``rank`` leaves it out (BM25 still finds it) and ``unembedded`` counts it. Vault copies of
+observations get no vector of their own: the original is ranked instead.
 
 In-process cache: a long-lived process (an MCP server) asks many queries on one open connection.
 ``sync`` and ``rank`` would otherwise re-read every entry and vector and re-hash every text per
 query. So the last state of each model is kept per process: the connection it was read on, that
 connection's ``PRAGMA data_version`` (changes when any other connection commits) and
 ``total_changes`` (changes when this one writes), whether ``sync`` found nothing left to do, and
-the rowids with their vectors as one matrix. While all three are unchanged, ``sync`` returns 0 at
-once and ``rank`` is one matrix-vector product. A different connection is a miss, so a process
-that opens a connection per query gets the behaviour without the cache.
+the rowids with their vectors as one matrix (and how many entries have none). While all three
+are unchanged, ``sync`` returns 0 at once and ``rank`` is one matrix-vector product. A different
+connection is a miss, so a process that opens a connection per query gets the behaviour without
+the cache.
 """
 
 from __future__ import annotations
@@ -40,6 +45,16 @@ __all__ = ["VectorStore", "clear_cache", "embed_text", "text_hash"]
 
 #: Texts embedded per model call and per write transaction while catching up.
 _BATCH = 256
+
+# The entries that get a vector: all but the vault's copies of observations that are indexed
+# where they were written (search shows the original anyway, and the copy would double the
+# embedding work for every observation).
+_ENTRIES_SQL = """
+SELECT e.rowid, e.section, e.text FROM entries AS e
+WHERE e.kind != 'vault'
+   OR NOT EXISTS (SELECT 1 FROM entries AS p WHERE p.id = e.id AND p.kind != 'vault')
+ORDER BY e.rowid
+"""
 
 
 def embed_text(section: str | None, text: str) -> str:
@@ -65,6 +80,7 @@ class _Snapshot:
     synced: bool = False
     rowids: list[int] | None = None
     matrix: npt.NDArray[np.float32] | None = None
+    missing: int = 0
 
 
 # One snapshot per model name. It holds its connection so that identity checks stay sound.
@@ -118,15 +134,21 @@ class VectorStore:
 
         model = self.embedder.name
         wanted: dict[str, str] = {}
-        for section, text in self.conn.execute("SELECT section, text FROM entries"):
+        for _, section, text in self.conn.execute(_ENTRIES_SQL):
             body = embed_text(section, str(text))
             wanted.setdefault(text_hash(body), body)
-        have = {
-            str(row[0])
-            for row in self.conn.execute("SELECT hash FROM vectors WHERE model = ?", (model,))
+        stored = {
+            str(h): int(dim)
+            for h, dim in self.conn.execute(
+                "SELECT hash, dim FROM vectors WHERE model = ?", (model,)
+            )
         }
-        missing = [(h, body) for h, body in wanted.items() if h not in have]
-        stale = [(h, model) for h in have if h not in wanted]
+        # A vector of another dimension (the server's model changed under the same name) is
+        # useless to ``rank``: embedded again and replaced. ``dim`` is asked only when needed,
+        # because an endpoint learns it with a request.
+        dim = self.embedder.dim if stored else 0
+        missing = [(h, body) for h, body in wanted.items() if h not in stored or stored[h] != dim]
+        stale = [(h, model) for h in stored if h not in wanted]
         for start in range(0, len(missing), _BATCH):
             batch = missing[start : start + _BATCH]
             matrix = self.embedder.embed([body for _, body in batch])
@@ -155,38 +177,51 @@ class VectorStore:
     def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
         """The ``limit`` entries most similar to ``query``: (entry rowid, cosine), best first.
 
-        Entries whose text has no vector yet (``sync`` not run) are left out. Ties go to the
-        lower rowid, so the order is the same on every run.
+        Entries whose text has no vector yet (``sync`` not run since they changed) are left out.
+        Ties go to the lower rowid, so the order is the same on every run.
         """
+        return self.rank_vector(self.embedder.embed([query])[0], limit)
+
+    def rank_vector(self, query: npt.NDArray[np.float32], limit: int) -> list[tuple[int, float]]:
+        """``rank`` for a query already embedded by this store's embedder."""
         import numpy as np
 
-        snap = self._snapshot()
-        if snap.rowids is None or snap.matrix is None:
-            snap.rowids, snap.matrix = self._matrix()
-        if not snap.rowids:
+        snap = self._loaded()
+        if not snap.rowids or snap.matrix is None:
             return []
         rowids, matrix = snap.rowids, snap.matrix
-        scores = matrix @ self.embedder.embed([query])[0]
+        scores = matrix @ query
         # lexsort's last key is the primary one: best score first, then lower rowid.
         order = np.lexsort((np.arange(len(rowids)), -scores))[:limit]
         return [(rowids[int(i)], float(scores[int(i)])) for i in order]
 
-    def _matrix(self) -> tuple[list[int], npt.NDArray[np.float32]]:
-        """The rowids of the entries that have a vector (ascending) and their vectors, stacked."""
+    def unembedded(self) -> int:
+        """How many entries have no vector under this model (they are left out of ``rank``)."""
+        return self._loaded().missing
+
+    def _loaded(self) -> _Snapshot:
+        """The snapshot with its rowids and matrix read."""
+        snap = self._snapshot()
+        if snap.rowids is None or snap.matrix is None:
+            snap.rowids, snap.matrix, snap.missing = self._matrix()
+        return snap
+
+    def _matrix(self) -> tuple[list[int], npt.NDArray[np.float32], int]:
+        """Rowids of the entries with a vector (ascending), those vectors, how many have none."""
         import numpy as np
 
         rowids: list[int] = []
         hashes: list[str] = []
-        for rowid, section, text in self.conn.execute(
-            "SELECT rowid, section, text FROM entries ORDER BY rowid"
-        ):
+        for rowid, section, text in self.conn.execute(_ENTRIES_SQL):
             rowids.append(int(rowid))
             hashes.append(text_hash(embed_text(section, str(text))))
         vectors = self._load(hashes)
         keep = [i for i, h in enumerate(hashes) if h in vectors]
+        missing = len(hashes) - len(keep)
         if not keep:
-            return [], np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return [rowids[i] for i in keep], np.stack([vectors[hashes[i]] for i in keep])
+            return [], np.zeros((0, 0), dtype=np.float32), missing
+        matrix = np.stack([vectors[hashes[i]] for i in keep])
+        return [rowids[i] for i in keep], matrix, missing
 
     def _load(self, hashes: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
         import numpy as np

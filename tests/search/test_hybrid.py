@@ -7,10 +7,7 @@ packages are missing, so a broken install cannot pass for a green run.
 
 from __future__ import annotations
 
-import builtins
-import importlib.util
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +16,10 @@ import pytest
 from obsmem.doctor import run_checks
 from obsmem.index.db import open_index
 from obsmem.memory.store import MemoryStore, new_observation
-from obsmem.search import embeddings, search
-from obsmem.search.embeddings import Embedder, load_embedder, packaged_model_folder
+from obsmem.search import search
+from obsmem.search.embeddings import Embedder
 from obsmem.search.hybrid import boost, clear_winner, fused_order, rrf_fuse
+from obsmem.search.indexing import embed_index
 from obsmem.search.vectors import VectorStore
 from obsmem.settings import load_settings
 
@@ -86,13 +84,6 @@ def test_boost_is_small_and_bounded() -> None:
 # -- backend choice and fallback --------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def _fresh_backend_cache() -> Iterator[None]:
-    embeddings.reset_backend_cache()
-    yield
-    embeddings.reset_backend_cache()
-
-
 def _memory(store: MemoryStore) -> MemoryStore:
     store.ensure()
     store.add_observations(
@@ -109,27 +100,10 @@ def _memory(store: MemoryStore) -> MemoryStore:
     return store
 
 
-def _hide_fastembed(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_find_spec = importlib.util.find_spec
-    real_import = builtins.__import__
-
-    def find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
-        return None if name.split(".")[0] == "fastembed" else real_find_spec(name, *args, **kwargs)
-
-    def fake_import(name: str, *args: Any, **kwargs: Any) -> Any:
-        if name.split(".")[0] == "fastembed":
-            raise ImportError("No module named 'fastembed'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    monkeypatch.setattr(builtins, "__import__", fake_import)
-
-
 def test_hybrid_without_fastembed_falls_back_to_bm25_and_says_so_once(
-    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    store: MemoryStore, hide_fastembed: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _memory(store)
-    _hide_fastembed(monkeypatch)
     settings = load_settings({"OM_SEARCH_BACKEND": "hybrid"})
     first = search(store, "PostgreSQL billing", settings=settings)
     second = search(store, "dog beach", settings=settings)
@@ -168,30 +142,7 @@ def test_doctor_reports_the_search_backend(store: MemoryStore) -> None:
     assert checks["search backend"].verdict in ("ok", "warn")
 
 
-# -- the packaged model -------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def model_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The packaged all-MiniLM-L6-v2 (int8) assembled into a model folder, once per session."""
-    try:
-        return packaged_model_folder(tmp_path_factory.mktemp("model"))
-    except Exception as exc:  # a clear failure, never a silent skip
-        pytest.fail(f"packaged embedding model unavailable: {exc} (run `make test`)")
-
-
-@pytest.fixture(scope="session")
-def embedder(model_folder: Path) -> Embedder:
-    """The model, loaded once per session."""
-    settings = load_settings({"OM_EMBED_MODEL_PATH": str(model_folder)})
-    return load_embedder(settings)
-
-
-@pytest.fixture
-def hybrid_env(model_folder: Path, embedder: Embedder) -> dict[str, str]:
-    # The session's embedder goes back in the per-process cache the autouse fixture cleared.
-    embeddings._EMBEDDERS[(embedder.name, str(model_folder))] = embedder
-    return {"OM_SEARCH_BACKEND": "hybrid", "OM_EMBED_MODEL_PATH": str(model_folder)}
+# -- the packaged model (fixtures in tests/search/conftest.py) ---------------------------------
 
 
 def test_packaged_model_embeds_unit_vectors(embedder: Embedder) -> None:
@@ -207,6 +158,7 @@ def test_hybrid_finds_a_paraphrase_bm25_misses(
     store: MemoryStore, hybrid_env: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     _memory(store)
+    embed_index(store, load_settings(hybrid_env))
     query = "which puppy likes the seaside"
     assert search(store, query, settings=load_settings({"OM_SEARCH_BACKEND": "bm25"})) == []
     hits = search(store, query, settings=load_settings(hybrid_env))
@@ -215,12 +167,15 @@ def test_hybrid_finds_a_paraphrase_bm25_misses(
     assert capsys.readouterr().err == ""
 
 
-def test_vectors_are_computed_once_per_text(
-    store: MemoryStore, hybrid_env: dict[str, str], embedder: Embedder
+def test_vectors_are_computed_once_per_text_at_index_update_never_by_search(
+    store: MemoryStore,
+    hybrid_env: dict[str, str],
+    embedder: Embedder,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     _memory(store)
     settings = load_settings(hybrid_env)
-    search(store, "dog", settings=settings)
+    assert embed_index(store, settings).embedded == 3
     conn: sqlite3.Connection = open_index(store.index_path)
     try:
         assert conn.execute("SELECT count(*) FROM vectors").fetchone()[0] == 3
@@ -229,19 +184,25 @@ def test_vectors_are_computed_once_per_text(
         assert tuple(blob_dim) == (384, 384 * 4)
     finally:
         conn.close()
+    assert embed_index(store, settings).embedded == 0
+    # A line written without an index update: search finds it by keyword, embeds nothing, and
+    # says how to embed it; the next update embeds that one text only.
     store.add_observations([new_observation("A new line about Rust lifetimes", date="2026-01-08")])
-    search(store, "rust", settings=settings)
+    assert "Rust" in search(store, "rust lifetimes", settings=settings)[0].text
+    assert "1 memory entry has no embedding" in capsys.readouterr().err
     conn = open_index(store.index_path)
     try:
-        assert conn.execute("SELECT count(*) FROM vectors").fetchone()[0] == 4
+        assert conn.execute("SELECT count(*) FROM vectors").fetchone()[0] == 3
     finally:
         conn.close()
+    assert embed_index(store, settings).embedded == 1
 
 
 def test_hybrid_keeps_a_clear_keyword_winner_first(
     store: MemoryStore, hybrid_env: dict[str, str]
 ) -> None:
     _memory(store)
+    embed_index(store, load_settings(hybrid_env))
     hits = search(store, "PostgreSQL", settings=load_settings(hybrid_env))
     assert "PostgreSQL" in hits[0].text
     assert len(hits) == 3  # the vector ranking brings in every entry

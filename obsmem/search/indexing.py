@@ -1,0 +1,124 @@
+"""Entry embeddings computed when the index is updated, never when it is searched.
+
+A search embeds only its query: embedding documents at query time would make the first search
+after a large change (a new model, a first hybrid run over a big memory, a slow endpoint) take
+minutes. So entry vectors are brought up to date right after the index is, by the commands that
+change memory:
+
+- ``update_vectors(conn, settings)``: the hook itself, on an open, refreshed index;
+- ``embed_index(store, settings)``: refresh the index, then the hook (``obsmem.derived`` runs it
+  after ``om observe`` and ``om reflect`` write);
+- ``reindex(store, settings)``: rebuild the index from scratch, then the hook (``om reindex``).
+
+Only texts without a vector under the current model are embedded (``VectorStore.sync``), so an
+unchanged memory costs one read of the entries and no model call. With BM25-only settings (or
+``auto`` with nothing configured) the hook does nothing and loads nothing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from obsmem.errors import OmError, SettingsError
+from obsmem.index.db import using_index
+from obsmem.index.sync import RefreshReport, rebuild
+from obsmem.index.sync import refresh as refresh_index
+from obsmem.memory.store import MemoryStore
+from obsmem.settings import Settings, load_settings
+
+__all__ = ["VectorReport", "embed_index", "reindex", "update_vectors"]
+
+
+@dataclass(frozen=True)
+class VectorReport:
+    """What one embedding update did.
+
+    ``model`` is the embedder's name, or None when no embedder is configured (``reason`` says
+    why); ``embedded`` is how many texts were embedded; ``problem`` is set when an embedder is
+    configured but could not be used (the index itself is fine; searches use BM25 meanwhile).
+    """
+
+    model: str | None
+    embedded: int = 0
+    reason: str = ""
+    problem: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {
+            "model": self.model,
+            "embedded": self.embedded,
+            "reason": self.reason,
+            "problem": self.problem,
+        }
+
+
+def update_vectors(conn: sqlite3.Connection, settings: Settings | None = None) -> VectorReport:
+    """Embed the entries of an up-to-date index that have no vector under the configured model.
+
+    Raises ``SettingsError`` when the embedder cannot be loaded, ``ProviderError`` when an
+    endpoint fails and ``IndexError_`` when the vectors cannot be stored.
+    """
+    from obsmem.search.embeddings import backend_status, load_embedder
+
+    settings = settings or load_settings()
+    kind, reason = backend_status(settings)
+    if kind == "bm25":
+        configured = settings.search_backend == "hybrid" or (
+            settings.search_backend == "auto"
+            and (settings.embed_model_path or settings.embed_provider != "fastembed")
+        )
+        if configured:
+            raise SettingsError(f"no embeddings: {reason}", "see `om doctor`")
+        return VectorReport(None, reason=reason)
+    embedder = load_embedder(settings)
+    from obsmem.search.vectors import VectorStore
+
+    try:
+        count = VectorStore(conn, embedder).sync()
+    except (OmError, sqlite3.Error):
+        raise
+    except Exception as exc:  # onnxruntime and numpy raise many kinds; callers expect OmError
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SettingsError(
+            f"embedding with {embedder.name} failed: {detail}", "see `om doctor`"
+        ) from None
+    return VectorReport(embedder.name, count)
+
+
+def _guarded(conn: sqlite3.Connection, settings: Settings | None) -> VectorReport:
+    try:
+        return update_vectors(conn, settings)
+    except OmError as exc:
+        return VectorReport(None, problem=str(exc))
+
+
+def embed_index(store: MemoryStore, settings: Settings | None = None) -> VectorReport:
+    """Refresh the index of ``store``, then embed what has no vector (see the module doc).
+
+    An embedder that cannot be used is reported in ``problem``, not raised: the index is up to
+    date and BM25 works. Raises ``IndexError_`` when the index cannot be used at all.
+    """
+    if not store.home.is_dir():
+        return VectorReport(None, reason="no memory directory")
+
+    def work(conn: sqlite3.Connection) -> VectorReport:
+        refresh_index(store, conn)
+        return _guarded(conn, settings)
+
+    return using_index(store.index_path, work)
+
+
+def reindex(
+    store: MemoryStore, settings: Settings | None = None
+) -> tuple[RefreshReport, VectorReport]:
+    """Rebuild the index of ``store`` from the markdown, then embed what has no vector.
+
+    Vectors survive a rebuild (they are keyed by text, not by entry), so only texts never
+    embedded under the current model are embedded. As in ``embed_index``, an embedder problem is
+    reported in the ``VectorReport``, not raised.
+    """
+    report = rebuild(store)
+    vectors = using_index(store.index_path, lambda conn: _guarded(conn, settings))
+    return report, vectors
