@@ -133,8 +133,8 @@ def plan_uninstall(ctx: InstallContext) -> Plan:
     plan = Plan(NAME, record=None)
     for name in _present(ctx):
         plan.edits += _BACKENDS[name].plan_uninstall(ctx)
-    if plan.edits:
-        plan.notes.append(f"logs stay in {logs_dir(ctx.environ)}")
+    if plan.edits and logs_dir(ctx.environ).is_dir():
+        plan.notes.append(f"the jobs' logs stay in {logs_dir(ctx.environ)}")
     return plan
 
 
