@@ -175,6 +175,12 @@ def _check_provider(environ: Mapping[str, str] | None) -> Check:
     return Check("llm provider", "ok", verdict)
 
 
+def _check_integrations(environ: Mapping[str, str] | None) -> list[Check]:
+    from obsmem.integrations.checks import integration_checks
+
+    return integration_checks(environ)
+
+
 def run_checks(
     store: MemoryStore, environ: Mapping[str, str] | None = None, *, validate_key: bool = False
 ) -> list[Check]:
@@ -187,6 +193,7 @@ def run_checks(
         lambda: _check_ledger(store),
         lambda: _check_index(store),
         lambda: _check_search_backend(environ),
+        lambda: _check_integrations(environ),
     ]
     if validate_key:
         steps.append(lambda: _check_provider(environ))

@@ -9,6 +9,7 @@ from datetime import date
 from typing import Any
 
 from obsmem.index import index_status
+from obsmem.integrations.checks import installed_summary
 from obsmem.memory.model import PRIORITIES
 from obsmem.memory.store import MemoryStore
 from obsmem.observe.usage import usage_totals
@@ -67,7 +68,7 @@ def collect_status(
             "effective": settings.effective_provider(),
             "model": model,
         },
-        integrations=[],
+        integrations=installed_summary(environ),
         sources=_sources(store, environ),
         usage=usage_totals(store.usage_path, date.today()),
     )
