@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench reliability clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ bench: $(STAMP)
 	$(PY) bench/capture_speed.py --mb 100 --files 1000
 	$(PY) bench/search_latency.py --sizes 10000
 	$(PY) bench/locomo_recall.py --data ../shared/eval/locomo/locomo_dev.json
+
+# The long reliability runs (crash safety, concurrency, fuzzing, ...); figures printed at the end.
+reliability: $(STAMP)
+	$(PY) -m pytest -m slow tests/reliability
 
 clean:
 	rm -rf $(VENV) build *.egg-info
