@@ -62,6 +62,11 @@ def _ask_llm(provider: str | None, model: str | None) -> None:
     click.echo(f"Settings written to {path} (mode 0600).")
 
 
+def _interactive(non_interactive: bool, as_json: bool) -> bool:
+    """Ask questions only of a person at a terminal."""
+    return not non_interactive and not as_json and sys.stdin.isatty()
+
+
 def _report(report: InstallReport, as_json: bool) -> None:
     data = report.to_dict()
     if as_json:
@@ -121,8 +126,7 @@ def install(
 
     agents = [] if all_ else _chosen(flags)
     if not dry_run:
-        interactive = not non_interactive and sys.stdin.isatty() and not as_json
-        if interactive and (provider or not env_file().exists()):
+        if _interactive(non_interactive, as_json) and (provider or not env_file().exists()):
             _ask_llm(provider, llm_model)
         elif provider:
             configure_llm(provider, model=llm_model or "")

@@ -99,7 +99,10 @@ def observe(
             f"--source {source} is not a transcript format", f"use one of: {', '.join(FORMATS)}"
         )
     if not dry_run:
+        from obsmem.integrations.logs import rotate_all
         from obsmem.observe.run import run_observe
+
+        rotate_all()
 
         report = run_observe(
             app.store,

@@ -23,7 +23,11 @@ pass_app = click.make_pass_decorator(App)
 @pass_app
 def reflect(app: App, dry_run: bool, as_json: bool) -> None:
     """Update reflections.md from new observations and move old days to archive/."""
+    from obsmem.integrations.logs import rotate_all
     from obsmem.reflect.offline import reflect as run_reflect
+
+    if not dry_run:
+        rotate_all()
 
     report = run_reflect(app.store, app.settings, today=date.today(), dry_run=dry_run)
     if as_json:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from obsmem.paths import logs_dir
 
-__all__ = ["DEFAULT_KEEP", "DEFAULT_MAX_BYTES", "job_log", "rotate"]
+__all__ = ["DEFAULT_KEEP", "DEFAULT_MAX_BYTES", "job_log", "rotate", "rotate_all"]
 
 DEFAULT_MAX_BYTES = 1024 * 1024
 DEFAULT_KEEP = 3
@@ -54,3 +54,17 @@ def rotate(path: Path, max_bytes: int = DEFAULT_MAX_BYTES, keep: int = DEFAULT_K
     with contextlib.suppress(FileNotFoundError):
         os.replace(path, path.with_name(f"{path.name}.1"))
     return True
+
+
+def rotate_all(environ: Mapping[str, str] | None = None) -> list[Path]:
+    """Rotate every log in the logs folder that is due; return the ones rotated.
+
+    ``om observe`` and ``om reflect`` call this as they start, so scheduled jobs' logs stay
+    bounded without a separate job. Costs one directory listing when nothing is due.
+    """
+    folder = logs_dir(environ)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [folder / n for n in sorted(names) if n.endswith(".log") and rotate(folder / n)]

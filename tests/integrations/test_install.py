@@ -177,3 +177,24 @@ def test_cli_install_dry_run_and_json(planners: tuple[Path, list[str]]) -> None:
     result = runner.invoke(load(), ["uninstall", "--codex", "--non-interactive"])
     assert result.exit_code == 0 and "Changed: codex" in result.output
     assert sys.modules  # the CLI imported nothing it could not
+
+
+def test_cli_install_asks_for_the_llm_on_a_terminal(
+    planners: tuple[Path, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from obsmem.cli import install as install_cli
+    from obsmem.cli import load
+
+    monkeypatch.setattr(install_cli, "_interactive", lambda non_interactive, as_json: True)
+    result = CliRunner().invoke(
+        load(), ["install", "--codex", "--scheduler", "none"], input="anthropic\nsk-ant-x1\n\n"
+    )
+    assert result.exit_code == 0, result.output
+    assert "sk-ant-x1" not in result.output  # the key is typed hidden, never echoed
+    text = env_file().read_text()
+    assert "OM_LLM_PROVIDER=anthropic" in text and "ANTHROPIC_API_KEY=sk-ant-x1" in text
+    assert stat.S_IMODE(env_file().stat().st_mode) == 0o600
+    again = CliRunner().invoke(load(), ["install", "--codex", "--scheduler", "none"], input="")
+    assert again.exit_code == 0 and "provider" not in again.output  # asked once, not every time
