@@ -17,7 +17,7 @@ from obsmem.errors import OmError
 if TYPE_CHECKING:
     from obsmem.doctor import Check
 
-__all__ = ["integration_checks", "installed_summary"]
+__all__ = ["installed_summary", "integration_checks"]
 
 #: A queued job older than this means no worker is taking jobs.
 _STUCK_SECONDS = 3600

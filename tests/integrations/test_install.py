@@ -104,7 +104,7 @@ def test_uninstall_removes_exactly_what_was_added(planners: tuple[Path, list[str
 
 
 def test_uninstalling_one_agent_keeps_the_scheduler(planners: tuple[Path, list[str]]) -> None:
-    folder, calls = planners
+    _folder, calls = planners
     orchestrator.install(["claude", "codex"])
     calls.clear()
     orchestrator.uninstall(["claude"])
@@ -147,7 +147,7 @@ def test_settings_file_keeps_the_users_lines(tmp_path: Path) -> None:
     path = tmp_path / "env"
     path.write_text("# mine\nOM_LLM_MODEL=old\nexport OM_LLM_MODEL=dup\nOTHER='x y'\n")
     text = update_env_file({"OM_LLM_MODEL": "claude-x", "ANTHROPIC_API_KEY": "sk a"}, path)
-    assert text == '# mine\nOM_LLM_MODEL=claude-x\nOTHER=\'x y\'\nANTHROPIC_API_KEY="sk a"\n'
+    assert text == "# mine\nOM_LLM_MODEL=claude-x\nOTHER='x y'\nANTHROPIC_API_KEY=\"sk a\"\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
