@@ -15,6 +15,7 @@ and a fallback block in ``AGENTS.md``. Everything lives in ``$CODEX_HOME`` (``~/
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -129,6 +130,11 @@ def _plain(value: Any) -> Any:
     return unwrap() if callable(unwrap) else value
 
 
+def _recordable(value: Any) -> Any:
+    """``value`` as plain JSON for integrations.json (TOML dates become their text)."""
+    return json.loads(json.dumps(_plain(value), default=str))
+
+
 def _table(doc: TOMLDocument, key: str, label: str) -> Any:
     value = doc.get(key)
     if value is not None and not isinstance(value, Table | InlineTable | Mapping):
@@ -171,7 +177,7 @@ def _merge_config(
             if flag not in flags:
                 flags[flag] = {"existed": flag in features}
                 if flag in features:
-                    flags[flag]["value"] = _plain(features[flag])
+                    flags[flag]["value"] = _recordable(features[flag])
             if features.get(flag) is not True:
                 features[flag] = True
 
@@ -188,7 +194,10 @@ def _merge_config(
             if _plain(servers[SERVER].get(key)) != value:
                 servers[SERVER][key] = value
     else:
-        record["previous"] = _plain(servers[SERVER])
+        # Kept as TOML text, so that dates and the like come back as they were.
+        holder = tomlkit.document()
+        holder[SERVER] = servers[SERVER]
+        record["previous"] = tomlkit.dumps(holder)
         servers[SERVER] = server
 
     after = tomlkit.dumps(doc)
@@ -261,8 +270,8 @@ def _drop_config(text: str | None, section: Mapping[str, Any], label: str) -> st
         del doc["features"]
     servers = _table(doc, "mcp_servers", label)
     if servers is not None and is_om_server(_plain(servers.get(SERVER))):
-        if "previous" in section:
-            servers[SERVER] = section["previous"]
+        if isinstance(section.get("previous"), str):
+            servers[SERVER] = tomlkit.parse(section["previous"])[SERVER]
         else:
             del servers[SERVER]
             if "mcp_servers.om" in appended and not servers:
@@ -358,14 +367,11 @@ def checks(ctx: InstallContext) -> list[Check]:
     try:
         text = FileTarget(agents).read()
     except IntegrationError as exc:
-        text = None
-        found.append(Check("codex: AGENTS.md", "warn", exc.message, _FIX))
+        return [*found, Check("codex: AGENTS.md", "warn", exc.message, exc.hint or _FIX)]
     if has_block(text, BEGIN, END):
-        found.append(Check("codex: AGENTS.md", "ok", f"om's block in {agents}"))
-    elif text is not None or not agents.exists():
-        detail = f"no om block in {agents} (the fallback when hooks are off)"
-        found.append(Check("codex: AGENTS.md", "warn", detail, _FIX))
-    return found
+        return [*found, Check("codex: AGENTS.md", "ok", f"om's block in {agents}")]
+    detail = f"no om block in {agents} (the fallback when hooks are off)"
+    return [*found, Check("codex: AGENTS.md", "warn", detail, _FIX)]
 
 
 def _config_checks(ctx: InstallContext) -> list[Check]:

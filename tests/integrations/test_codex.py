@@ -302,7 +302,9 @@ def test_a_flag_changed_since_install_is_left_as_the_user_set_it(
 def test_someone_elses_om_server_is_replaced_and_put_back(
     codex_home: Path, install_context: Build
 ) -> None:
-    theirs = CONFIG + '\n\n[mcp_servers.om]\ncommand = "/usr/bin/other"\nargs = ["serve"]\n'
+    theirs = CONFIG + (
+        '\n\n[mcp_servers.om]\ncommand = "/usr/bin/other"\nargs = ["serve"]\nsince = 2025-01-02\n'
+    )
     (codex_home / "config.toml").write_text(theirs)
     plan = install(install_context())
     assert any("another MCP server named om" in note for note in plan.notes)
