@@ -149,8 +149,9 @@ def test_detect_indent_defaults_to_two_spaces() -> None:
 def test_invalid_json_is_a_value_error() -> None:
     with pytest.raises(ValueError):
         jsonedit.parse('{"a": }')
-    with pytest.raises(ValueError):
-        jsonedit.root_span("{oops")
+    for broken in ("{oops", '{"a": }', "  "):
+        with pytest.raises(ValueError):
+            jsonedit.locate(broken, ["a"])
 
 
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=8))
