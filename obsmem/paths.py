@@ -12,6 +12,8 @@
 - logs of the worker and scheduled jobs: ``OM_LOG_DIR``, else ``<memory dir>/logs``;
 - hook work queue: ``<state dir>/queue``;
 - capture state (cursors, leases): ``<state dir>/state.sqlite3``;
+- transcript turns kept for ``om search --raw``: ``OM_TURNS_PATH``, else
+  ``<state dir>/turns.sqlite3``;
 - agent homes: ``CLAUDE_CONFIG_DIR`` (``~/.claude``), ``CODEX_HOME`` (``~/.codex``),
   ``HERMES_HOME`` (``~/.hermes``), ``OPENCLAW_HOME`` (``~/.openclaw``).
 
@@ -46,6 +48,7 @@ __all__ = [
     "queue_dir",
     "state_db_path",
     "state_dir",
+    "turns_path",
     "usage_path",
 ]
 
@@ -132,6 +135,17 @@ def usage_path(environ: Mapping[str, str] | None = None) -> Path:
 def state_db_path(environ: Mapping[str, str] | None = None) -> Path:
     """The capture state: transcript cursors and the leases that keep observers apart."""
     return state_dir(environ) / "state.sqlite3"
+
+
+def turns_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The transcript turns capture kept (redacted), searched by ``om search --raw``.
+
+    Not derived from the markdown, so not rebuilt with the index: deleting it forgets them.
+    """
+    env = _env(environ)
+    if env.get("OM_TURNS_PATH"):
+        return _expand(env["OM_TURNS_PATH"])
+    return state_dir(env) / "turns.sqlite3"
 
 
 def integrations_path(environ: Mapping[str, str] | None = None) -> Path:

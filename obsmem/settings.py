@@ -289,6 +289,13 @@ SPECS: tuple[SettingSpec, ...] = (
         "Largest chunk of new transcript sent to the observer in one request (tokens).",
     ),
     SettingSpec(
+        "OM_RAW_TURNS",
+        "raw_turns",
+        _choice("on", "off"),
+        "on",
+        "Keep the redacted transcript turns capture reads, for `om search --raw`; `off`: none.",
+    ),
+    SettingSpec(
         "OM_ARCHIVE_AFTER_DAYS",
         "archive_after_days",
         _int_range(0, 36500),
@@ -377,6 +384,7 @@ class Settings:
     daily_token_budget: int = 0
     fallback: str = "rules"
     observer_max_input_tokens: int = 30000
+    raw_turns: str = "on"
     archive_after_days: int = 7
     reflections_max_lines: int = 600
     mcp_token: str = field(default="", repr=False)

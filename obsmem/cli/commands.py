@@ -70,6 +70,9 @@ def doctor(ctx: click.Context, as_json: bool, validate_key: bool) -> None:
 @click.option("--min-importance", type=click.FloatRange(0, 1), help="Only entries this important.")
 @click.option("--project", help="Only observations from this project's sessions.")
 @click.option("--agent", help="Only observations from this agent's sessions (claude, codex, ...).")
+@click.option(
+    "--raw", is_flag=True, help="Search the transcript turns themselves (what was said, where)."
+)
 @pass_app
 def search(
     app: App,
@@ -82,10 +85,28 @@ def search(
     min_importance: float | None,
     project: str | None,
     agent: str | None,
+    raw: bool,
 ) -> None:
     """Search everything om remembers: observations, reflections, profile, active, archive, vault
-    and Claude Code's auto-memory. Filters narrow the search (BM25) to matching entries."""
+    and Claude Code's auto-memory. Filters narrow the search (BM25) to matching entries. With
+    --raw, search the transcript turns capture kept, each shown with its transcript path and lines.
+    """
     text = " ".join(query)
+    if raw:
+        from obsmem.cli.recall import render_turns
+        from obsmem.index.turns import search_turns
+        from obsmem.search.recall import Filters
+
+        filters = Filters(since=since, until=until, type=type_, min_importance=min_importance,
+                          project=project, agent=agent)  # fmt: skip
+        turns = search_turns(app.store, text, filters=filters, limit=limit)
+        if app.settings.raw_turns == "off":
+            click.echo("om: OM_RAW_TURNS=off: new transcript turns are not being kept", err=True)
+        if as_json:
+            _json(turns)
+        else:
+            click.echo(render_turns(turns))
+        return
     if any(v is not None for v in (since, until, type_, min_importance, project, agent)):
         from obsmem.search.recall import Filters, search_entries
 

@@ -1,4 +1,5 @@
-"""``om show``, ``om remember`` and ``om mcp``: citations, explicit memories, the MCP server.
+"""``om show``, ``om remember`` and ``om mcp``: citations, explicit memories, the MCP server;
+and how ``om search --raw`` shows transcript turns.
 
 Thin, like every command: parse, call one library function, format. ``om mcp`` imports the MCP
 SDK only when it runs, so the rest of the command line never pays for it.
@@ -51,6 +52,22 @@ def render_entry(entry: dict[str, Any]) -> str:
             lines.append(f"  {item['line']:>{width}} | {item['text']}")
         if excerpt.get("truncated"):
             lines.append("  ... (more lines in the source; excerpt cut)")
+    return "\n".join(lines)
+
+
+def render_turns(found: list[dict[str, Any]]) -> str:
+    """``om search --raw`` hits: rank, score, when, role, agent and project, the matching part of
+    the turn, and the transcript path and lines it was said at."""
+    if not found:
+        return "no matches"
+    lines: list[str] = []
+    for hit in found:
+        prov = hit["provenance"]
+        when = (hit.get("timestamp") or "")[:16].replace("T", " ") or "-"
+        about = " ".join(str(prov[key]) for key in ("agent", "project") if prov.get(key))
+        lines.append(f"{hit['rank']:>2}. [{hit['score']:.2f}] {when}  {hit['role']}  {about}")
+        lines.append(f"    {hit['snippet']}")
+        lines.append(f"    {hit['citation']}")
     return "\n".join(lines)
 
 

@@ -56,8 +56,13 @@ _SEARCH = (
     'may have been solved before, and when the user refers to earlier work ("like last time", '
     '"the bug we fixed"). Keyword search (BM25): pass the distinctive words, not a sentence. '
     "Each result cites its id, memory file:line, date and, when known, the transcript it came "
-    "from; use `get` with the ids for full entries and the source excerpt."
+    "from; use `get` with the ids for full entries and the source excerpt. With raw=true it "
+    "searches the transcript turns themselves instead (redacted), for the exact words of what "
+    "was said (an error message, a command, a number); each hit cites its transcript path and "
+    "lines (type and min_importance do not apply)."
 )
+#: Longest turn text a raw search hit returns (an agent pays for every character it reads).
+RAW_TEXT_CHARS = 2000
 _GET = (
     "Fetch full memory entries by id (ids come from `search` or `timeline` results): text, "
     "date, type, importance, file:line, and provenance back to the source transcript. With "
@@ -108,6 +113,7 @@ def build_server(
     ``host`` and ``port`` only matter to the HTTP transport (and its DNS-rebinding check).
     """
     from obsmem.context.startup import DEFAULT_BUDGET, run_context
+    from obsmem.index.turns import search_turns
     from obsmem.observe.remember import remember as do_remember
     from obsmem.search.recall import Filters, get_entries, search_entries, show, timeline
 
@@ -133,8 +139,16 @@ def build_server(
         min_importance: Annotated[float | None, Field(ge=0, le=1)] = None,
         project: Annotated[str | None, Field(description="Project (folder) name.")] = None,
         agent: Annotated[str | None, Field(description="claude, codex, hermes, ...")] = None,
+        raw: Annotated[
+            bool, Field(description="Search the transcript turns (what was said) instead.")
+        ] = False,
     ) -> dict[str, Any]:
         filters = Filters(since, until, type, min_importance, project, agent)
+        if raw:
+            turns = await _call(
+                search_turns, memory, query, filters=filters, limit=limit, max_chars=RAW_TEXT_CHARS
+            )
+            return {"query": query, "raw": True, "count": len(turns), "results": turns}
         hits = await _call(search_entries, memory, query, filters=filters, limit=limit)
         return {"query": query, "count": len(hits), "results": hits}
 

@@ -114,6 +114,7 @@ class MemoryStore:
         self.ledger_path = paths.ledger_path(env)
         self.lock_path = paths.lock_path(env)
         self.state_db_path = paths.state_db_path(env)
+        self.turns_path = paths.turns_path(env)
         self.usage_path = paths.usage_path(env)
         self.context_path = paths.context_path(env)
         self.lock_timeout = lock_timeout

@@ -3,7 +3,8 @@
 The protocol that makes capture lose nothing and repeat nothing:
 
 1. scan: which transcripts have new bytes (a ``stat`` each when nothing changed);
-2. claim a file (a lease: no other run takes the same bytes) and read its new turns, redacted;
+2. claim a file (a lease: no other run takes the same bytes) and read its new turns, redacted,
+   keeping them for ``om search --raw`` (unless ``OM_RAW_TURNS=off``) before anything else;
 3. observe them chunk by chunk; after each chunk, write its observations (one atomic write, ids
    de-duplicated), then move the file's cursor to the end of that chunk's lines;
 4. at the end of the file, move the cursor past whatever was skipped too, and release it.
@@ -23,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from obsmem.errors import OmError, UsageError
+from obsmem.index.turns import TurnStore
 from obsmem.memory.store import MemoryStore
 from obsmem.observe.draft import local_date_time
 from obsmem.observe.observer import chunk_turns, observe_chunk
 from obsmem.observe.scoring import Deduper
 from obsmem.settings import Settings
-from obsmem.sources.capture import CaptureRun, Pending, ScanReport, read_pending
+from obsmem.sources.capture import CaptureRun, Pending, ScanReport
 from obsmem.sources.claude_memory import AutoMemoryReport, scan_auto_memory
 from obsmem.sources.model import ReadResult
 from obsmem.sources.select import open_state, select
@@ -106,7 +108,7 @@ def run_observe(
     llm = _provider(settings, store, environ) if provider is ... else provider
     report.provider = getattr(llm, "name", "rules") if llm is not None else "rules"
     deduper = Deduper(store.recent_observations())
-    with open_state(store) as state:
+    with open_state(store) as state, TurnStore(store.turns_path) as turns:
         found: ScanReport = select(
             state,
             source=source,
@@ -117,7 +119,8 @@ def run_observe(
             since=since,
         )
         report.files_seen = found.files
-        with CaptureRun(state) as run:
+        keep = turns if settings.raw_turns == "on" else None  # opened only when a turn is kept
+        with CaptureRun(state, turns=keep) as run:
             for number, pending in enumerate(found.pending):
                 if progress is not None:
                     progress(number, len(found.pending), pending)
@@ -129,7 +132,7 @@ def run_observe(
                 if claimed is None:
                     report.busy += 1
                     continue
-                result = read_pending(claimed, flush=flush)
+                result = run.read(claimed, flush=flush)
                 report.files_read += 1
                 report.turns += len(result.turns)
                 report.skipped.update(result.skipped)

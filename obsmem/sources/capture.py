@@ -3,7 +3,8 @@
 ``scan`` decides which files have new bytes (one ``stat`` per unchanged file, no read);
 ``read_pending`` reads those bytes through the file's reader and passes every turn through
 redaction before anything else can see it; ``CaptureRun`` claims files so that concurrent runs
-never take the same bytes, and moves a file's cursor only when its caller says the turns are
+never take the same bytes, keeps the turns it reads (``OM_RAW_TURNS``, for ``om search --raw``)
+before it hands them on, and moves a file's cursor only when its caller says the turns are
 durably handed on.
 """
 
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from obsmem import paths
 from obsmem.errors import UsageError
@@ -23,6 +25,9 @@ from obsmem.sources.normalise import clip
 from obsmem.sources.redact import redact
 from obsmem.sources.registry import AGENTS, detect_format, reader_for
 from obsmem.sources.state import CaptureState, Cursor, head_hash, new_owner
+
+if TYPE_CHECKING:
+    from obsmem.index.turns import TurnStore
 
 __all__ = [
     "CaptureRun",
@@ -203,12 +208,17 @@ def read_pending(pending: Pending, *, flush: bool = False) -> ReadResult:
 class CaptureRun:
     """One capture run's claim on files: take a file, read it, hand on its turns, advance.
 
-    Use as a context manager; every lease still held is released at the end, even on error.
+    With a ``turns`` store, every turn ``read`` returns is stored there first (idempotently), so
+    by the time any cursor can move past a turn it is kept. Use as a context manager; every lease
+    still held is released at the end, even on error.
     """
 
-    def __init__(self, state: CaptureState, owner: str | None = None) -> None:
+    def __init__(
+        self, state: CaptureState, owner: str | None = None, *, turns: TurnStore | None = None
+    ) -> None:
         self.state = state
         self.owner = owner or new_owner()
+        self.turns = turns
 
     def __enter__(self) -> CaptureRun:
         return self
@@ -234,6 +244,18 @@ class CaptureRun:
         if fresh is None:
             self.state.release(self.owner, pending.path)
         return fresh
+
+    def read(self, pending: Pending, *, flush: bool = False) -> ReadResult:
+        """Read a claimed file's new turns (redacted, bounded) and keep them in the turn store.
+
+        A file read again because it was replaced has its old turns dropped first, so stored
+        line numbers always point into the file as it now is.
+        """
+        result = read_pending(pending, flush=flush)
+        if self.turns is not None:
+            replaced = str(pending.path) if pending.reason == "replaced" else None
+            self.turns.add(result.turns, replaced=replaced)
+        return result
 
     def advance(
         self, pending: Pending, offset: int, line: int, last_turn_at: str | None = None
@@ -272,4 +294,4 @@ class CaptureRun:
             claimed = self.claim(pending, flush=flush)
             if claimed is None:
                 continue
-            yield claimed, read_pending(claimed, flush=flush)
+            yield claimed, self.read(claimed, flush=flush)

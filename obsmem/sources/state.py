@@ -23,8 +23,8 @@ import socket
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +32,15 @@ from pathlib import Path
 from obsmem.errors import StateError
 from obsmem.memory.atomic import ensure_dir
 
-__all__ = ["HEAD_BYTES", "CaptureState", "Cursor", "head_hash", "new_owner"]
+__all__ = [
+    "HEAD_BYTES",
+    "CaptureState",
+    "Cursor",
+    "head_hash",
+    "immediate_transaction",
+    "new_owner",
+    "retry_locked",
+]
 
 #: How many leading bytes of a file identify it (compared when the file changed).
 HEAD_BYTES = 1024
@@ -118,6 +126,37 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def retry_locked(step: Callable[[], object]) -> None:
+    """Run ``step``, retrying for up to 30 s while SQLite says the database is locked.
+
+    Switching to WAL (and beginning a write) fails at once, with no busy wait, while another
+    process opens the file.
+    """
+    deadline = time.monotonic() + 30.0
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+@contextmanager
+def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One ``BEGIN IMMEDIATE`` transaction on an autocommit connection: committed on success,
+    rolled back on error."""
+    retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
 class CaptureState:
     """The cursor and lease tables of one memory directory."""
 
@@ -127,7 +166,7 @@ class CaptureState:
         try:
             self.conn = sqlite3.connect(db_path, timeout=30.0, isolation_level=None)
             self.conn.execute("PRAGMA busy_timeout = 30000")
-            self._retry_locked(lambda: self.conn.execute("PRAGMA journal_mode = WAL"))
+            retry_locked(lambda: self.conn.execute("PRAGMA journal_mode = WAL"))
             self.conn.execute("PRAGMA synchronous = FULL")
             self._migrate()
         except sqlite3.DatabaseError as exc:
@@ -138,19 +177,6 @@ class CaptureState:
             ) from None
         with contextlib.suppress(OSError):
             os.chmod(db_path, 0o600)
-
-    @staticmethod
-    def _retry_locked(step: object) -> None:
-        # Switching to WAL fails at once (no busy wait) while another process opens the file.
-        deadline = time.monotonic() + 30.0
-        while True:
-            try:
-                step()  # type: ignore[operator]
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
 
     def _migrate(self) -> None:
         with self.transaction():
@@ -171,17 +197,9 @@ class CaptureState:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction: committed on success, rolled back on error."""
-        self._retry_locked(lambda: self.conn.execute("BEGIN IMMEDIATE"))
-        try:
-            yield self.conn
-            self.conn.execute("COMMIT")
-        except BaseException:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise
+        return immediate_transaction(self.conn)
 
     # -- cursors ------------------------------------------------------------------------------
     def cursors(self) -> dict[str, Cursor]:

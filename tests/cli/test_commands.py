@@ -242,3 +242,29 @@ def test_search_filters_narrow_the_hits(tmp_path: Path) -> None:
         assert code == 2 and "unknown type 'nonsense'" in err
     finally:
         del os.environ["OM_HOME"]
+
+
+def test_search_raw_finds_what_was_said_with_its_transcript_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "demo"
+    assert run("demo", "--home", str(target))[0] == 0  # observes the sample transcripts
+    monkeypatch.setenv("OM_HOME", str(target / "memory"))
+    code, out, _ = run("search", "--raw", "conventional", "commit", "--json")
+    hits = {h["role"]: h for h in json.loads(out)}  # what the user asked and the agent's reply
+    assert hits["assistant"]["text"] == "Understood: conventional commits from now on."
+    hit = hits["user"]
+    assert code == 0 and len(hits) == 2 and hit["kind"] == "turn"
+    assert "Please always use conventional commit messages" in hit["text"]
+    assert hit["provenance"]["agent"] == "codex" and hit["citation"].endswith(".jsonl:11")
+    code, out, _ = run("search", "--raw", "migration", "guide", "--agent", "claude")
+    assert code == 0
+    assert "7d3f2c1e-5b8a-4e6f-9a2d-1c4b7e8f0a3d.jsonl:14" in out
+    assert "codex" not in out and "migration guide" in out
+    code, out, _ = run("search", "--raw", "migration", "--until", "2026-11-01")
+    assert (code, out.strip()) == (0, "no matches")
+    code, _, err = run("search", "--raw", "redis", "--type", "decision")
+    assert code == 2 and "no type or importance" in err
+    monkeypatch.setenv("OM_RAW_TURNS", "off")
+    code, out, err = run("search", "--raw", "redis")
+    assert code == 0 and "redis" in out.lower() and "OM_RAW_TURNS=off" in err

@@ -95,6 +95,29 @@ def test_search_get_and_timeline_return_citations(demo: MemoryStore) -> None:
     assert lessons["results"] and all(e["type"] == "lesson" for e in lessons["results"])
 
 
+def test_raw_search_returns_transcript_turns_with_their_lines(tmp_path: Path) -> None:
+    from obsmem.observe.run import run_observe
+    from obsmem.settings import load_settings
+
+    run = prepare(tmp_path / "memory", agents_dir=tmp_path / "agents")
+    settings = load_settings({**run.environ, "OM_LLM_PROVIDER": "none"})
+    run_observe(run.store, settings, environ=run.environ, flush=True, provider=None)
+
+    async def steps(session: ClientSession) -> Any:
+        args = {"query": "migration guide", "raw": True, "agent": "codex"}
+        turns = payload(await session.call_tool("search", args))
+        refused = await session.call_tool("search", {**args, "type": "decision"})
+        return turns, refused
+
+    turns, refused = call(run.store, steps)
+    assert turns["raw"] is True and turns["count"] == 1
+    (hit,) = turns["results"]
+    assert hit["text"].startswith("I'll write the migration guide myself this week.")
+    assert hit["provenance"]["agent"] == "codex" and hit["provenance"]["line_start"] == 11
+    assert re.fullmatch(r"/.+\.jsonl:11", hit["citation"])
+    assert refused.isError and "no type or importance" in refused.content[0].text
+
+
 def test_remember_then_search_finds_it_and_repeats_are_refused(demo: MemoryStore) -> None:
     async def steps(session: ClientSession) -> Any:
         args = {"text": "Staging deploys need the VPN named zebranet", "type": "fact"}

@@ -1,0 +1,268 @@
+"""The transcript turns themselves, kept for exact recall of what was said (``om search --raw``).
+
+Observations say what mattered; sometimes the exact words are wanted (the error message, the
+command, the number someone gave). The capture stage hands every turn it reads to ``TurnStore``
+before the file's cursor may move, so a turn is kept exactly when it was read. Only what capture
+produced is stored: text already redacted and bounded by ``read_pending``, never raw input.
+
+The turns live in their own SQLite file (``paths.turns_path()``): they are not derived from the
+markdown, so the index's rebuilds (``om reindex``, repairs) never touch them, and deleting the
+file forgets them. A turn is identified by its transcript, its first line and its place among the
+turns that start on that line (one record can hold a message and a tool call), so reading the same
+bytes again stores nothing twice. A transcript that was replaced (rewritten from its start) has its
+old turns dropped before the new ones go in, so line numbers always point into the file as it is.
+
+``OM_RAW_TURNS=off`` keeps capture from storing any; what is already stored stays searchable until
+the file is deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from obsmem.errors import StateError, UsageError
+from obsmem.index.query import fts_query
+from obsmem.memory.atomic import ensure_dir
+from obsmem.sources.model import Turn
+from obsmem.sources.state import immediate_transaction, retry_locked
+
+if TYPE_CHECKING:
+    from obsmem.memory.store import MemoryStore
+    from obsmem.search.recall import Filters
+
+__all__ = ["TurnStore", "search_turns"]
+
+#: Migrations, each a list of statements (``executescript`` would commit the open transaction).
+_SCHEMA: list[tuple[str, ...]] = [
+    (
+        """
+    CREATE TABLE turns (
+        id INTEGER PRIMARY KEY,
+        source_path TEXT NOT NULL,
+        line_start INTEGER NOT NULL,
+        part INTEGER NOT NULL,
+        line_end INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        timestamp TEXT,
+        date TEXT,
+        session TEXT,
+        agent TEXT NOT NULL,
+        project TEXT,
+        text TEXT NOT NULL,
+        UNIQUE (source_path, line_start, part)
+    )""",
+        "CREATE INDEX turns_date ON turns (date)",
+        """
+    CREATE VIRTUAL TABLE turns_fts USING fts5(
+        text, content='turns', content_rowid='id',
+        tokenize='porter unicode61 remove_diacritics 2'
+    )""",
+        """
+    CREATE TRIGGER turns_added AFTER INSERT ON turns BEGIN
+        INSERT INTO turns_fts (rowid, text) VALUES (new.id, new.text);
+    END""",
+        """
+    CREATE TRIGGER turns_removed AFTER DELETE ON turns BEGIN
+        INSERT INTO turns_fts (turns_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    END""",
+    ),
+]
+
+# ``date`` is the local date of the turn, as observations are dated, so --since and --until mean
+# the same days for both; SQLite reads the trailing Z of the readers' UTC timestamps.
+_INSERT = (
+    "INSERT OR IGNORE INTO turns (source_path, line_start, part, line_end, role, timestamp, date, "
+    "session, agent, project, text) VALUES (?, ?, ?, ?, ?, ?, date(?, 'localtime'), ?, ?, ?, ?)"
+)
+_COLUMNS = (
+    "role", "timestamp", "date", "text", "source_path", "line_start", "line_end", "session",
+    "agent", "project",
+)  # fmt: skip
+_SELECT = ", ".join(f"e.{name}" for name in _COLUMNS)
+#: Words of context each side of the match in a hit's ``snippet``.
+_SNIPPET_TOKENS = 24
+
+
+class TurnStore:
+    """The turns database; the connection is opened on first use, so holding one costs nothing
+    until a turn is stored or searched."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+
+    def __enter__(self) -> TurnStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection if one was opened."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The open connection, with the current schema (created and migrated on first use)."""
+        if self._conn is None:
+            self._conn = self._open()
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        ensure_dir(self.path.parent)
+        try:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn.execute("PRAGMA busy_timeout = 30000")
+            retry_locked(lambda: conn.execute("PRAGMA journal_mode = WAL"))
+            # A stored turn must survive a crash once the cursor has moved past it.
+            conn.execute("PRAGMA synchronous = FULL")
+            if _version(conn) < len(_SCHEMA):
+                # Checked again under the write lock: another process may have just done it.
+                with immediate_transaction(conn):
+                    version = _version(conn)
+                    for number, statements in enumerate(_SCHEMA[version:], start=version + 1):
+                        for statement in statements:
+                            conn.execute(statement)
+                        conn.execute(f"PRAGMA user_version = {number}")
+        except sqlite3.DatabaseError as exc:
+            raise StateError(
+                f"cannot open the transcript turns {self.path}: {exc}",
+                "move the file away (the turns kept so far are then forgotten; new ones are "
+                "kept again) or set OM_RAW_TURNS=off",
+            ) from None
+        with contextlib.suppress(OSError):
+            os.chmod(self.path, 0o600)
+        return conn
+
+    def add(self, turns: Sequence[Turn], *, replaced: str | None = None) -> int:
+        """Store ``turns`` (one file's, as read); returns how many were new.
+
+        ``replaced`` names a transcript read again from its start because it was replaced: its
+        old turns are dropped first, in the same transaction. Turns already stored are skipped.
+        """
+        parts: dict[tuple[str, int], int] = {}
+        rows = []
+        for turn in turns:
+            key = (turn.source_path, turn.line_start)
+            parts[key] = part = parts.get(key, -1) + 1
+            rows.append(
+                (turn.source_path, turn.line_start, part, turn.line_end, turn.role,
+                 turn.timestamp, turn.timestamp, turn.session, turn.agent, turn.project,
+                 turn.text)
+            )  # fmt: skip
+        if not rows and replaced is None:
+            return 0
+        try:
+            with immediate_transaction(self.conn) as conn:
+                if replaced is not None:
+                    conn.execute("DELETE FROM turns WHERE source_path = ?", (replaced,))
+                # rowcount sums the rows really inserted (ignored ones and triggers do not count).
+                return max(0, conn.executemany(_INSERT, rows).rowcount)
+        except sqlite3.DatabaseError as exc:
+            raise StateError(
+                f"cannot store transcript turns in {self.path}: {exc}",
+                "check the disk and the file's permissions; the transcript stays unread",
+            ) from None
+
+    def count(self) -> int:
+        """How many turns are stored (0 when the file does not exist)."""
+        if self._conn is None and not self.path.exists():
+            return 0
+        return int(self.conn.execute("SELECT count(*) FROM turns").fetchone()[0])
+
+    def search(
+        self, expression: str, *, where: str = "1", params: Iterable[object] = (), limit: int = 10
+    ) -> list[sqlite3.Row]:
+        """Rows matching an FTS5 ``expression`` and a condition over ``turns AS e``, best first.
+
+        Each row is ``(bm25, snippet, *_COLUMNS)``. Nothing stored (no file) gives no rows.
+        """
+        if self._conn is None and not self.path.exists():
+            return []
+        sql = (
+            f"SELECT bm25(turns_fts) AS raw, "
+            f"snippet(turns_fts, 0, '', '', ' … ', {_SNIPPET_TOKENS}), {_SELECT} "
+            "FROM turns_fts JOIN turns AS e ON e.id = turns_fts.rowid "
+            f"WHERE turns_fts MATCH ? AND {where} ORDER BY raw, e.id LIMIT ?"
+        )
+        return list(self.conn.execute(sql, [expression, *params, limit]).fetchall())
+
+
+def _version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _hit(rank: int, row: Sequence[Any], max_chars: int | None) -> dict[str, Any]:
+    data = dict(zip(_COLUMNS, row[2:], strict=True))
+    text = str(data["text"])
+    truncated = max_chars is not None and len(text) > max_chars
+    path, start, end = data["source_path"], data["line_start"], data["line_end"]
+    return {
+        "rank": rank,
+        "score": 0.0 - float(row[0]),
+        "kind": "turn",
+        "role": data["role"],
+        "timestamp": data["timestamp"],
+        "date": data["date"],
+        "citation": f"{path}:{start}" if start == end else f"{path}:{start}-{end}",
+        "snippet": " ".join(str(row[1]).split()),
+        "text": text[:max_chars] if truncated else text,
+        "truncated": truncated,
+        "provenance": {
+            "source_path": path,
+            "line_start": start,
+            "line_end": end,
+            "session": data["session"],
+            "agent": data["agent"],
+            "project": data["project"],
+        },
+    }
+
+
+def search_turns(
+    store: MemoryStore,
+    query: str,
+    *,
+    filters: Filters | None = None,
+    limit: int = 10,
+    max_chars: int | None = None,
+) -> list[dict[str, Any]]:
+    """BM25 search over the kept transcript turns: hit dicts, best first, each with its
+    transcript path and line range (``citation``, ``provenance``) and a ``snippet``.
+
+    ``filters`` narrow by day (``since``/``until``, the turn's local date), ``project`` and
+    ``agent``; turns carry no type or importance, so those filters are refused. ``max_chars``
+    cuts each hit's ``text`` (``truncated`` says when it did).
+    """
+    from obsmem.search.recall import Filters
+
+    filters = (filters or Filters()).validated()
+    if filters.type is not None or filters.min_importance is not None:
+        raise UsageError(
+            "transcript turns have no type or importance",
+            "drop --type and --min-importance with --raw",
+        )
+    if limit < 1:
+        raise UsageError(f"the result limit must be at least 1, not {limit}")
+    expression = fts_query(query)
+    if expression is None:
+        return []
+    # The turns table names its columns as the index does (date, project, agent), so the same
+    # conditions apply; type and importance were refused above.
+    where, params = filters.sql()
+    with TurnStore(store.turns_path) as turns:
+        try:
+            rows = turns.search(expression, where=where, params=params, limit=limit)
+        except sqlite3.DatabaseError as exc:
+            raise StateError(
+                f"cannot search the transcript turns {store.turns_path}: {exc}",
+                "move the file away if it is damaged (the turns kept so far are then forgotten)",
+            ) from None
+    return [_hit(rank, row, max_chars) for rank, row in enumerate(rows, start=1)]
