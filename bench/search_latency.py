@@ -1,11 +1,12 @@
 """Search latency at 10,000 and 100,000 observations: cold BM25 `om search`, warm hybrid queries.
 
 Usage: python bench/search_latency.py [--sizes 10000,100000] [--queries 50] [--runs 15]
-       [--embed-limit 10000] [--json]
+       [--embed-limit 10000] [--keep DIR] [--json]
 
 For each size, builds a synthetic memory in a temporary directory through the store
 (``search_cold.build``: 500 observations per ``add_observations`` call, forty a day) and indexes
-it once, then measures:
+it once (with ``--keep DIR``, in ``DIR/mem-SIZE``, kept and reused by later runs: building
+100,000 takes minutes), then measures:
 
 - cold: whole ``python -m obsmem search QUERY`` processes with ``OM_SEARCH_BACKEND=bm25``
   against the fresh index (median and p90 over ``--runs``);
@@ -13,7 +14,11 @@ it once, then measures:
   process (an MCP server) would hold it, with the packaged model loaded once. One warm-up
   query, then ``--queries`` timed queries (p50, p95). Each includes embedding the query, BM25,
   the vector ranking (with its count of entries without a vector) and fusion; entries are
-  embedded beforehand, as an index update does, never by the query.
+  embedded beforehand, as an index update does, never by the query. Each query's CPU time (this
+  process, all threads) is reported beside its wall time: on a shared machine the wall time
+  also counts waiting for a core, and the load average before and after says how busy it was.
+- parts: the query embedding, BM25 (``query_index``) and the vector ranking
+  (``VectorStore.rank_vector`` over ``POOL`` candidates), each timed on its own (p50).
 
 Vectors: up to ``--embed-limit`` entries, every entry is embedded for real by
 ``VectorStore.sync`` (its time is reported). Above it (embedding 100,000 entries takes many
@@ -29,11 +34,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -43,8 +51,10 @@ from search_cold import build, timed
 from obsmem.index import rebuild
 from obsmem.index.db import open_index
 from obsmem.index.query import fts_query
+from obsmem.memory.store import MemoryStore
+from obsmem.search import query_index
 from obsmem.search.embeddings import load_embedder, packaged_model_folder
-from obsmem.search.hybrid import hybrid_query
+from obsmem.search.hybrid import POOL, hybrid_query
 from obsmem.search.vectors import VectorStore, embed_text, text_hash
 from obsmem.settings import load_settings
 
@@ -87,57 +97,93 @@ def random_vectors(conn: sqlite3.Connection, model: str, dim: int, seed: int = 1
     return len(rows)
 
 
-def measure(size: int, args: argparse.Namespace, model_dir: Path) -> dict[str, object]:
-    with tempfile.TemporaryDirectory(prefix="om-bench-") as tmp:
-        home = Path(tmp) / "mem"
+def prepare_memory(home: Path, size: int) -> tuple[MemoryStore, float | None, float | None]:
+    """The synthetic memory of ``size`` observations in ``home``, indexed: built through the store
+    (write and index seconds returned), or reused as it is when ``home`` already holds it."""
+    store = MemoryStore(home, environ={"OM_HOME": str(home)})
+    if (home / ".om" / "built").is_file():
+        return store, None, None
+    t0 = time.perf_counter()
+    build(home, size)
+    write_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    rebuild(store)
+    index_s = time.perf_counter() - t0
+    (home / ".om" / "built").write_text(f"{size}\n")
+    return store, write_s, index_s
+
+
+def cpu_and_wall(work: Callable[[], object]) -> tuple[float, float]:
+    """Milliseconds of this process's CPU time (all threads) and of wall time ``work`` took."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    work()
+    return (time.process_time() - cpu) * 1000, (time.perf_counter() - wall) * 1000
+
+
+def p50s(samples: list[tuple[float, float]]) -> dict[str, float]:
+    """The median CPU and wall milliseconds of ``(cpu, wall)`` samples."""
+    return {
+        "cpu": round(pct([c for c, _ in samples], 0.5), 1),
+        "wall": round(pct([w for _, w in samples], 0.5), 1),
+    }
+
+
+def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) -> dict[str, object]:
+    load_before = os.getloadavg()[0]
+    home = root / f"mem-{size}"
+    store, write_s, index_s = prepare_memory(home, size)
+    env = {**os.environ, "OM_HOME": str(home), "OM_SEARCH_BACKEND": "bm25"}
+    om = [sys.executable, "-m", "obsmem", "search"]
+    cold: list[float] = []
+    for n in range(args.runs):
+        cold += timed([*om, QUERIES[n % 4]], env, 1)
+
+    hybrid_env = {
+        "OM_HOME": str(home),
+        "OM_SEARCH_BACKEND": "hybrid",
+        "OM_EMBED_MODEL_PATH": str(model_dir),
+    }
+    settings = load_settings(hybrid_env)
+    embedder = load_embedder(settings)
+    conn = open_index(store.index_path)
+    try:
         t0 = time.perf_counter()
-        store = build(home, size)
-        write_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        rebuild(store)
-        index_s = time.perf_counter() - t0
-        env = {**os.environ, "OM_HOME": str(home), "OM_SEARCH_BACKEND": "bm25"}
-        om = [sys.executable, "-m", "obsmem", "search"]
-        cold: list[float] = []
-        for n in range(args.runs):
-            cold += timed([*om, QUERIES[n % 4]], env, 1)
+        stored = conn.execute(
+            "SELECT count(*) FROM vectors WHERE model = ?", (embedder.name,)
+        ).fetchone()[0]
+        if size <= args.embed_limit:
+            vectors = "embedded by the model (VectorStore.sync)"
+            count = VectorStore(conn, embedder).sync()
+        else:
+            vectors = "random unit vectors under VectorStore's keys (not embedded)"
+            count = stored or random_vectors(conn, embedder.name, embedder.dim)
+        vectors_s = time.perf_counter() - t0
 
-        hybrid_env = {
-            "OM_HOME": str(home),
-            "OM_SEARCH_BACKEND": "hybrid",
-            "OM_EMBED_MODEL_PATH": str(model_dir),
-        }
-        settings = load_settings(hybrid_env)
-        embedder = load_embedder(settings)
-        conn = open_index(store.index_path)
-        try:
-            t0 = time.perf_counter()
-            if size <= args.embed_limit:
-                vectors = "embedded by the model (VectorStore.sync)"
-                count = VectorStore(conn, embedder).sync()
-            else:
-                vectors = "random unit vectors under VectorStore's keys (not embedded)"
-                count = random_vectors(conn, embedder.name, embedder.dim)
-            vectors_s = time.perf_counter() - t0
+        def ask(q: str) -> tuple[float, float]:
+            expression = fts_query(q) or ""
+            return cpu_and_wall(partial(hybrid_query, conn, q, expression, 10, embedder, settings))
 
-            def ask(q: str) -> float:
-                t = time.perf_counter()
-                hybrid_query(conn, q, fts_query(q) or "", 10, embedder, settings)
-                return (time.perf_counter() - t) * 1000
-
-            warmup = ask("first query after start")
-            warm = [ask(QUERIES[n % len(QUERIES)]) for n in range(args.queries)]
-            embed_only = []
-            for n in range(args.queries):
-                t = time.perf_counter()
-                embedder.embed([QUERIES[n % len(QUERIES)]])
-                embed_only.append((time.perf_counter() - t) * 1000)
-        finally:
-            conn.close()
+        warmup = ask("first query after start")[1]
+        warm = [ask(QUERIES[n % len(QUERIES)]) for n in range(args.queries)]
+        # The parts of a query, each timed on its own over the same queries.
+        store_vectors = VectorStore(conn, embedder)
+        vector = embedder.embed([QUERIES[0]])[0]
+        parts: dict[str, list[tuple[float, float]]] = {"embed": [], "bm25": [], "vectors": []}
+        for n in range(args.queries):
+            q = QUERIES[n % len(QUERIES)]
+            expression = fts_query(q) or ""
+            parts["embed"].append(cpu_and_wall(partial(embedder.embed, [q])))
+            parts["bm25"].append(cpu_and_wall(partial(query_index, conn, expression, 10)))
+            parts["vectors"].append(cpu_and_wall(partial(store_vectors.rank_vector, vector, POOL)))
+    finally:
+        conn.close()
+    if not args.keep:
+        shutil.rmtree(home, ignore_errors=True)
+    wall = [w for _, w in warm]
     return {
         "observations": size,
-        "write_seconds": round(write_s, 1),
-        "index_seconds": round(index_s, 2),
+        "write_seconds": None if write_s is None else round(write_s, 1),
+        "index_seconds": None if index_s is None else round(index_s, 2),
         "cold_bm25_ms": {
             "median": round(statistics.median(cold), 1),
             "p90": round(pct(cold, 0.9), 1),
@@ -148,11 +194,13 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path) -> dict[str, o
         "vectors_seconds": round(vectors_s, 1),
         "warm_hybrid_ms": {
             "warmup": round(warmup, 1),
-            "p50": round(pct(warm, 0.5), 1),
-            "p95": round(pct(warm, 0.95), 1),
+            "p50": round(pct(wall, 0.5), 1),
+            "p95": round(pct(wall, 0.95), 1),
+            "cpu_p50": p50s(warm)["cpu"],
             "queries": len(warm),
         },
-        "query_embed_ms_p50": round(pct(embed_only, 0.5), 1),
+        "parts_p50_ms": {name: p50s(values) for name, values in parts.items()},
+        "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }
 
 
@@ -162,12 +210,23 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--embed-limit", type=int, default=10_000)
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="Build the memories under this folder and keep them; reuse them when present.",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    with tempfile.TemporaryDirectory(prefix="om-model-") as model_dir:
+    with (
+        tempfile.TemporaryDirectory(prefix="om-model-") as model_dir,
+        tempfile.TemporaryDirectory(prefix="om-bench-") as tmp,
+    ):
         packaged_model_folder(Path(model_dir))
-        results = [measure(size, args, Path(model_dir)) for size in sizes]
+        root = args.keep or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        results = [measure(size, args, Path(model_dir), root) for size in sizes]
     if args.json:
         print(json.dumps(results))
     else:
