@@ -128,7 +128,9 @@ def run_observe(
                     # The provider is down and the user chose to wait: leave the rest pending.
                     report.deferred.append(str(pending.path))
                     continue
-                claimed = run.claim(pending, flush=flush)
+                claimed = run.claim(
+                    pending, flush=flush, durable=lambda ids: _in_memory(store, ids)
+                )
                 if claimed is None:
                     report.busy += 1
                     continue
@@ -189,14 +191,27 @@ def _observe_file(
         if pairs:
             day, _ = local_date_time(chunk[-1].timestamp)
             context[day] = pairs
+        last = chunk[-1]
+        # Recorded first: killed after the write but before the advance, the next run moves
+        # the cursor instead of observing these lines again.
+        ids = [o.id for o in done.observations]
+        run.intend(pending, last.byte_end, last.line_end, last.timestamp, ids)
         added = store.add_observations(done.observations, context=context)
         report.written += len(added)
         report.duplicates += done.dropped_duplicates + len(done.observations) - len(added)
         recent = (recent + added)[-40:]
-        last = chunk[-1]
         run.advance(pending, last.byte_end, last.line_end, last.timestamp)
     run.finish(pending, result)
     return llm
+
+
+def _in_memory(store: MemoryStore, ids: list[str]) -> bool:
+    """True when every id is in ``observations.md`` or the archive (a killed run wrote them)."""
+    from obsmem.reflect.archive import archived_ids
+
+    wanted = set(ids)
+    present = store.read_observations().ids()
+    return wanted <= present or wanted <= present | archived_ids(store)
 
 
 def _after_writing(store: MemoryStore, report: ObserveReport) -> None:

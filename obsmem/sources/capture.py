@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -231,15 +231,25 @@ class CaptureRun:
     ) -> None:
         self.state.release_all(self.owner)
 
-    def claim(self, pending: Pending, *, flush: bool = False) -> Pending | None:
+    def claim(
+        self,
+        pending: Pending,
+        *,
+        flush: bool = False,
+        durable: Callable[[list[str]], bool] | None = None,
+    ) -> Pending | None:
         """Take the file's lease and re-plan it from the cursor as of now; None if taken or done.
 
         Re-planning matters: another run may have finished with the file between the scan and
         the claim, and its cursor must be the starting point, or those bytes would be read twice.
+        With ``durable`` (are these observation ids in memory?), a cursor move that a killed run
+        left recorded by ``intend`` is settled first.
         """
         taken, cursor = self.state.claim(self.owner, pending.path)
         if not taken:
             return None
+        if durable is not None:
+            cursor = self.state.settle(self.owner, pending.path, durable)
         fresh, _ = plan_file(pending.path, pending.agent, cursor, min_new=0, flush=flush)
         if fresh is None:
             self.state.release(self.owner, pending.path)
@@ -258,11 +268,19 @@ class CaptureRun:
         return result
 
     def advance(
-        self, pending: Pending, offset: int, line: int, last_turn_at: str | None = None
+        self,
+        pending: Pending,
+        offset: int,
+        line: int,
+        last_turn_at: str | None = None,
+        *,
+        final: bool = False,
     ) -> None:
         """Record that the file is durably handed on up to ``offset`` (just after line ``line``).
 
-        The lease is kept, so a long file can be checkpointed chunk by chunk.
+        The lease is kept, so a long file can be checkpointed chunk by chunk. Until the ``final``
+        move (the end of what was read), the cursor records the file as ending at ``offset``: a
+        run killed between two chunks must leave the rest looking new, not unchanged.
         """
         if offset == pending.start_offset and pending.reason != "replaced":
             return
@@ -274,12 +292,33 @@ class CaptureRun:
             line=line,
             st=pending.st,
             last_turn_at=last_turn_at,
+            size=None if final else offset,
+        )
+
+    def intend(
+        self,
+        pending: Pending,
+        offset: int,
+        line: int,
+        last_turn_at: str | None,
+        ids: list[str],
+    ) -> None:
+        """Record, before ``ids`` are written to memory, the ``advance`` that will follow."""
+        self.state.intend(
+            self.owner,
+            pending.path,
+            agent=pending.agent,
+            offset=offset,
+            line=line,
+            st=pending.st,
+            last_turn_at=last_turn_at,
+            ids=ids,
         )
 
     def finish(self, pending: Pending, result: ReadResult) -> None:
         """Advance to the end of what ``result`` read, and release the file."""
         last = max((t.timestamp for t in result.turns if t.timestamp), default=None)
-        self.advance(pending, result.end_offset, result.end_line, last)
+        self.advance(pending, result.end_offset, result.end_line, last, final=True)
         self.release(pending)
 
     def release(self, pending: Pending) -> None:

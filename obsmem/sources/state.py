@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import socket
 import sqlite3
@@ -69,7 +70,33 @@ _SCHEMA = [
         expires_at REAL NOT NULL
     );
     """,
+    # A cursor move recorded before memory is written and made real after it (``intend``): a
+    # run killed in between leaves its intent here, and the next claim settles it (``settle``).
+    """
+    CREATE TABLE intents (
+        path TEXT PRIMARY KEY,
+        agent TEXT NOT NULL,
+        dev INTEGER NOT NULL,
+        ino INTEGER NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        offset INTEGER NOT NULL,
+        line INTEGER NOT NULL,
+        head TEXT NOT NULL,
+        last_turn_at TEXT,
+        ids TEXT NOT NULL
+    );
+    """,
 ]
+_CURSOR_UPSERT = (
+    "INSERT INTO cursors (path, agent, dev, ino, size, mtime_ns, offset, line, head, "
+    "last_turn_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT(path) DO UPDATE SET agent = excluded.agent, dev = excluded.dev, "
+    "ino = excluded.ino, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+    "offset = excluded.offset, line = excluded.line, head = excluded.head, "
+    "last_turn_at = COALESCE(excluded.last_turn_at, cursors.last_turn_at), "
+    "updated_at = excluded.updated_at"
+)
 
 
 @dataclass(frozen=True)
@@ -157,6 +184,16 @@ def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connecti
         raise
 
 
+def _hold(conn: sqlite3.Connection, owner: str, path: Path) -> None:
+    """Raise ``StateError`` unless ``owner`` holds the lease on ``path`` (inside a transaction)."""
+    holder = conn.execute("SELECT owner FROM leases WHERE path = ?", (str(path),)).fetchone()
+    if holder is None or holder[0] != owner:
+        raise StateError(
+            f"lost the lease on {path} before its cursor could move",
+            "another om observe took it over; it will read those lines again",
+        )
+
+
 class CaptureState:
     """The cursor and lease tables of one memory directory."""
 
@@ -229,48 +266,86 @@ class CaptureState:
         line: int,
         st: os.stat_result,
         last_turn_at: str | None = None,
+        size: int | None = None,
     ) -> None:
         """Move a file's cursor to ``offset`` (just after line ``line``); the lease must be held.
+
+        ``size`` is the file size recorded with it (default ``st``'s): a cursor whose size and
+        mtime match the file says there is nothing to read, so a move that leaves lines to read
+        records ``size=offset``.
 
         Raises ``StateError`` when the lease was lost (expired and taken by another run): the
         caller must then not assume its bytes are accounted for.
         """
         key = str(path)
         head = head_hash(path, offset)
+        size = st.st_size if size is None else size
         with self.transaction() as conn:
-            holder = conn.execute("SELECT owner FROM leases WHERE path = ?", (key,)).fetchone()
-            if holder is None or holder[0] != owner:
-                raise StateError(
-                    f"lost the lease on {path} before its cursor could move",
-                    "another om observe took it over; it will read those lines again",
-                )
+            _hold(conn, owner, path)
             conn.execute(
-                "INSERT INTO cursors (path, agent, dev, ino, size, mtime_ns, offset, line, head, "
-                "last_turn_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT(path) DO UPDATE SET agent = excluded.agent, dev = excluded.dev, "
-                "ino = excluded.ino, size = excluded.size, mtime_ns = excluded.mtime_ns, "
-                "offset = excluded.offset, line = excluded.line, head = excluded.head, "
-                "last_turn_at = COALESCE(excluded.last_turn_at, cursors.last_turn_at), "
-                "updated_at = excluded.updated_at",
-                (
-                    key,
-                    agent,
-                    st.st_dev,
-                    st.st_ino,
-                    st.st_size,
-                    st.st_mtime_ns,
-                    offset,
-                    line,
-                    head,
-                    last_turn_at,
-                    _now(),
-                ),
-            )
+                _CURSOR_UPSERT,
+                (key, agent, st.st_dev, st.st_ino, size, st.st_mtime_ns, offset, line, head,
+                 last_turn_at, _now()),
+            )  # fmt: skip
+            conn.execute("DELETE FROM intents WHERE path = ?", (key,))
+
+    def intend(
+        self,
+        owner: str,
+        path: Path,
+        *,
+        agent: str,
+        offset: int,
+        line: int,
+        st: os.stat_result,
+        last_turn_at: str | None,
+        ids: list[str],
+    ) -> None:
+        """Record the cursor move that will follow writing the observations ``ids`` to memory.
+
+        ``advance`` clears it. A run killed between its memory write and its cursor move leaves
+        it behind, and ``settle`` then makes the move, so those lines are not observed again (an
+        LLM would word them differently: duplicates that no id catches). The move recorded is a
+        checkpoint (``size=offset``): what follows ``offset`` is still to be read.
+        """
+        key = str(path)
+        head = head_hash(path, offset)
+        with self.transaction() as conn:
+            _hold(conn, owner, path)
+            conn.execute(
+                "INSERT OR REPLACE INTO intents (path, agent, dev, ino, size, mtime_ns, offset, "
+                "line, head, last_turn_at, ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, agent, st.st_dev, st.st_ino, offset, st.st_mtime_ns, offset, line, head,
+                 last_turn_at, json.dumps(ids)),
+            )  # fmt: skip
+
+    def settle(self, owner: str, path: Path, durable: Callable[[list[str]], bool]) -> Cursor | None:
+        """Finish or drop the cursor move a killed run left for ``path``; return the cursor.
+
+        The move is made when ``durable(ids)`` says its observations are in memory (the run was
+        killed after writing them) and dropped otherwise (killed before: the lines are read
+        again). The lease must be held.
+        """
+        key = str(path)
+        row = self.conn.execute(
+            "SELECT agent, dev, ino, size, mtime_ns, offset, line, head, last_turn_at, ids "
+            "FROM intents WHERE path = ?",
+            (key,),
+        ).fetchone()
+        if row is not None:
+            written = durable(list(json.loads(row[-1])))
+            with self.transaction() as conn:
+                _hold(conn, owner, path)
+                if written:
+                    conn.execute(_CURSOR_UPSERT, (key, *row[:-1], _now()))
+                conn.execute("DELETE FROM intents WHERE path = ?", (key,))
+        return self.cursor(key)
 
     def forget(self, path: str) -> None:
         """Drop a file's cursor (it will be read again from the start)."""
         with self.transaction() as conn:
             conn.execute("DELETE FROM cursors WHERE path = ?", (path,))
+            conn.execute("DELETE FROM intents WHERE path = ?", (path,))
 
     # -- leases -------------------------------------------------------------------------------
     def claim(

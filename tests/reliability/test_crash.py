@@ -1,0 +1,88 @@
+"""Crash safety: SIGKILL ``om observe``, ``om reflect``, ``om reindex`` and the store's writes at
+random moments, run them again, and check that nothing acknowledged is lost or duplicated.
+
+The campaign itself is ``crash_harness.Campaign`` (a handful of kills here, 200 and more in the
+slow run behind ``make reliability``). The first two tests pin the defects found while building
+it, by stopping ``run_observe`` in one process exactly where a kill did harm.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from crash_corpus import Transcripts, cursor_problems, echo_observer, om_env, snapshot, vocabulary
+from fakes.llm_server import FakeLLMServer
+
+from obsmem.memory.store import MemoryStore
+from obsmem.observe.run import run_observe
+from obsmem.settings import load_settings
+from obsmem.sources.capture import CaptureRun
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL inside one process: nothing after it runs, no handler catches it."""
+
+
+def _observe(store: MemoryStore, env: dict[str, str]) -> None:
+    run_observe(store, load_settings(env), environ=env, min_new=0)
+
+
+def test_kill_between_memory_write_and_cursor_move_observes_nothing_twice(
+    tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An LLM words the same lines differently each time, so observing them again after such a
+    # kill used to write each observation twice, under two ids.
+    fake_llm.default = echo_observer(vocabulary(random.Random(1)))
+    env = om_env(
+        tmp_path,
+        OM_LLM_PROVIDER="openai-compatible",
+        OM_LLM_BASE_URL=fake_llm.base_url_openai,
+        OM_LLM_MODEL="fake",
+        OM_OBSERVER_MAX_INPUT_TOKENS="1000",
+    )
+    store = MemoryStore(tmp_path / "mem", environ=env).ensure()
+    transcripts = Transcripts(tmp_path, random.Random(3))
+    transcripts.create(1, 1, messages=12)
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise Killed
+
+    with monkeypatch.context() as patch:
+        patch.setattr(CaptureRun, "advance", killed)
+        with pytest.raises(Killed):
+            _observe(store, env)
+    assert snapshot(store).tokens, "the first chunk was written before the kill"
+    _observe(store, env)
+    snap = snapshot(store)
+    assert cursor_problems(store, transcripts, snap, final=True) == []
+    assert max(snap.tokens.values()) == 1
+
+
+def test_kill_between_chunks_leaves_the_rest_of_the_file_to_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cursor moved after the first chunk recorded the whole file's size and mtime, so the
+    # next run saw the file as unchanged and never read the rest until the file grew.
+    env = om_env(tmp_path, OM_OBSERVER_MAX_INPUT_TOKENS="1000")
+    store = MemoryStore(tmp_path / "mem", environ=env).ensure()
+    transcripts = Transcripts(tmp_path, random.Random(4))
+    transcripts.create(1, 1, messages=12)
+    real = MemoryStore.add_observations
+    calls = {"n": 0}
+
+    def second_write_killed(self: MemoryStore, *args: object, **kwargs: object) -> object:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise Killed
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(MemoryStore, "add_observations", second_write_killed)
+        with pytest.raises(Killed):
+            _observe(store, env)
+    _observe(store, env)
+    snap = snapshot(store)
+    assert cursor_problems(store, transcripts, snap, final=True) == []
+    assert len(snap.tokens) == len(transcripts.messages)
