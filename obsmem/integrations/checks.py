@@ -77,19 +77,10 @@ def _legacy(environ: Mapping[str, str], om: tuple[str, ...]) -> list[Check]:
     from obsmem.integrations.install import integration
 
     try:
-        found = integration("migration").find_legacy(InstallContext(environ=environ, om=om))
+        found: list[Check] = integration("migration").checks(InstallContext(environ, om))
     except OmError as exc:
         return [Check("original om", "warn", exc.message, exc.hint or "")]
-    if not found:
-        return [Check("original om", "ok", "no hooks or jobs of the original tool are active")]
-    return [
-        Check(
-            "original om",
-            "warn",
-            f"still active: {'; '.join(found)}",
-            "run: om install (it replaces them with om's own)",
-        )
-    ]
+    return found
 
 
 def _settings_mode(environ: Mapping[str, str]) -> Check:
