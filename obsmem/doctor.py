@@ -1,17 +1,20 @@
 """``om doctor``: one verdict per check, with the fix for whatever is wrong.
 
-Checks only read, except where a repair is safe and the index is concerned (it is derived data):
-a stale or corrupt index is rebuilt and reported as repaired.
+Checks only read, except where a repair is safe: a stale or corrupt index is rebuilt (it is
+derived data), and temporary files left by writes that were killed midway are deleted; both are
+reported as repaired.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from obsmem.errors import OmError
+from obsmem.memory.atomic import stray_temp_files
 from obsmem.memory.ledger import read_ledger
 from obsmem.memory.sections import parse_sections
 from obsmem.memory.store import MemoryStore
@@ -113,6 +116,27 @@ def _check_files(store: MemoryStore) -> list[Check]:
     return checks
 
 
+def _check_temp_files(store: MemoryStore) -> Check:
+    """Remove the temporary files that writes killed midway left (their targets are intact)."""
+    folders = [store.home]
+    if not store.state_dir.is_relative_to(store.home):
+        folders.append(store.state_dir)
+    stray = [p for folder in folders if folder.is_dir() for p in stray_temp_files(folder)]
+    if not stray:
+        return Check("temporary files", "ok", "none left by interrupted writes")
+    removed = []
+    for path in stray:
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed.append(path.name)
+    return Check(
+        "temporary files",
+        "repaired",
+        f"removed {len(removed)} left by interrupted writes: {', '.join(removed[:3])}"
+        + (" ..." if len(removed) > 3 else ""),
+    )
+
+
 def _check_ledger(store: MemoryStore) -> Check:
     if not store.ledger_path.exists():
         return Check("provenance ledger", "ok", "empty")
@@ -190,6 +214,7 @@ def run_checks(
         lambda: _check_settings(environ),
         lambda: _check_memory_dir(store),
         lambda: _check_files(store),
+        lambda: _check_temp_files(store),
         lambda: _check_ledger(store),
         lambda: _check_index(store),
         lambda: _check_search_backend(environ),

@@ -15,6 +15,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import tempfile
 import threading
 import time
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from obsmem.errors import LockTimeout, MemoryDirError, MemoryFileError
 
-__all__ = ["append_line", "atomic_write", "ensure_dir", "memory_lock"]
+__all__ = ["append_line", "atomic_write", "ensure_dir", "memory_lock", "stray_temp_files"]
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -91,6 +92,29 @@ def atomic_write(path: Path, data: bytes) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
     _fsync_dir(path.parent)
+
+
+#: What ``atomic_write``'s temporary files are called: ``.<name>.<8 random characters>.tmp``.
+_TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+
+
+def stray_temp_files(folder: Path, min_age: float = 300.0) -> list[Path]:
+    """Temporary files of ``atomic_write`` under ``folder`` at least ``min_age`` seconds old.
+
+    A process killed between creating its temporary file and renaming it leaves the file
+    behind (the target itself is intact). A write takes well under a second, so one that old
+    belongs to no live writer and can be deleted.
+    """
+    now = time.time()
+    out: list[Path] = []
+    for path in folder.rglob(".*.tmp"):
+        try:
+            old = now - path.stat().st_mtime >= min_age
+            if _TEMP_NAME.match(path.name) and path.is_file() and old:
+                out.append(path)
+        except OSError:
+            continue
+    return sorted(out)
 
 
 def append_line(path: Path, line: str) -> None:

@@ -8,13 +8,16 @@ it, by stopping ``run_observe`` in one process exactly where a kill did harm.
 
 from __future__ import annotations
 
+import os
 import random
+import time
 from pathlib import Path
 
 import pytest
 from crash_corpus import Transcripts, cursor_problems, echo_observer, om_env, snapshot, vocabulary
 from fakes.llm_server import FakeLLMServer
 
+from obsmem.doctor import run_checks
 from obsmem.memory.store import MemoryStore
 from obsmem.observe.run import run_observe
 from obsmem.settings import load_settings
@@ -86,3 +89,25 @@ def test_kill_between_chunks_leaves_the_rest_of_the_file_to_read(
     snap = snapshot(store)
     assert cursor_problems(store, transcripts, snap, final=True) == []
     assert len(snap.tokens) == len(transcripts.messages)
+
+
+def test_doctor_removes_the_temporary_files_killed_writes_leave(tmp_path: Path) -> None:
+    # A write killed between creating its temporary file and renaming it leaves the file in the
+    # memory directory; nothing removed them, and a campaign of kills left a few each time.
+    env = om_env(tmp_path)
+    store = MemoryStore(tmp_path / "mem", environ=env).ensure()
+    store.write_file(store.observations_path, b"# Observations\n")
+    stray = store.home / ".observations.md.k2x_9qzt.tmp"
+    stray.write_bytes(b"# Observ")
+    fresh = store.home / "archive" / ".2026-11.md.a1b2c3d4.tmp"
+    fresh.parent.mkdir()
+    fresh.write_bytes(b"")  # too recent: it may belong to a write in progress
+    other = store.home / "notes.tmp"
+    other.write_bytes(b"")  # not ours
+    old = time.time() - 3600
+    os.utime(stray, (old, old))
+    os.utime(other, (old, old))
+    checks = {c.name: c for c in run_checks(store, env)}
+    assert checks["temporary files"].verdict == "repaired"
+    assert not stray.exists() and fresh.exists() and other.exists()
+    assert {c.name: c for c in run_checks(store, env)}["temporary files"].verdict == "ok"
