@@ -5,8 +5,10 @@ The protocol that makes capture lose nothing and repeat nothing:
 1. scan: which transcripts have new bytes (a ``stat`` each when nothing changed);
 2. claim a file (a lease: no other run takes the same bytes) and read its new turns, redacted,
    keeping them for ``om search --raw`` (unless ``OM_RAW_TURNS=off``) before anything else;
-3. observe them chunk by chunk; after each chunk, write its observations (one atomic write, ids
-   de-duplicated), then move the file's cursor to the end of that chunk's lines;
+3. observe them chunk by chunk; after each chunk, record where the cursor will move, write its
+   observations (one atomic write, ids de-duplicated), then move the file's cursor to the end of
+   that chunk's lines (a run killed before the move leaves the record: the next claim makes the
+   move if the observations are in memory, so the chunk is not observed twice);
 4. at the end of the file, move the cursor past whatever was skipped too, and release it.
 
 When the provider fails or the daily budget is spent, what was written stays; the rest of the
