@@ -247,6 +247,20 @@ SPECS: tuple[SettingSpec, ...] = (
         "Age in days at which the recency boost is halved.",
     ),
     SettingSpec(
+        "OM_SEARCH_CONTEXT_WEIGHT",
+        "search_context_weight",
+        _float_range(0.0, 100.0),
+        0.3,
+        "BM25 weight of an entry's neighbours' text (the entry's own text weighs 1); 0: off.",
+    ),
+    SettingSpec(
+        "OM_SEARCH_DATE_BOOST",
+        "search_date_boost",
+        _float_range(0.0, 100.0),
+        1.0,
+        "A query naming a date: BM25 score x (1 + this) for entries of that date; 0: off.",
+    ),
+    SettingSpec(
         "OM_LOCK_TIMEOUT_SECONDS",
         "lock_timeout_seconds",
         _float_range(0.1, 3600.0),
@@ -378,6 +392,8 @@ class Settings:
     search_importance_boost: float = 0.05
     search_recency_boost: float = 0.05
     search_recency_half_life_days: float = 30.0
+    search_context_weight: float = 0.3
+    search_date_boost: float = 1.0
     lock_timeout_seconds: float = 30.0
     llm_timeout_seconds: float = 120.0
     llm_max_retries: int = 4

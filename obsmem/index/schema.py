@@ -31,24 +31,40 @@ Tables (version 2):
     second copy of the same text reuses the vector, so unchanged text is never embedded twice.
     ``vec`` is ``dim`` little-endian float32 values, normalised to unit length.
 
+Version 3:
+
+``entries.context`` and ``entries_fts.context``
+    The text of the entry's neighbours (``neighbour_context``): the ``CONTEXT_NEIGHBOURS``
+    entries before and after it in the same file and the same day (observations) or section,
+    each cut to ``CONTEXT_CHARS``. An entry rarely repeats the words of the question it answers
+    ("three times a week" answers "how often do you work out?", asked the line before), and its
+    neighbours often do, so BM25 searches them as a low-weight column. The migration recreates
+    ``entries_fts`` with the new column and empties the tables that record what was indexed, so
+    the next refresh reindexes every file (the vectors are kept: they are keyed by text).
+
 To change the schema, append a script to ``MIGRATIONS``; never edit one that has shipped.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
 from obsmem.errors import IndexError_
 
 __all__ = [
+    "CONTEXT_CHARS",
+    "CONTEXT_NEIGHBOURS",
     "ENTRY_COLUMNS",
     "ENTRY_KINDS",
+    "FTS_COLUMNS",
     "MIGRATIONS",
     "REQUIRED_TABLES",
     "SCHEMA_VERSION",
     "SchemaTooNew",
     "migrate",
     "missing_tables",
+    "neighbour_context",
     "schema_version",
     "split_statements",
 ]
@@ -79,6 +95,7 @@ ENTRY_COLUMNS: tuple[str, ...] = (
     "referenced_date",
     "section",
     "text",
+    "context",
     "session",
     "agent",
     "project",
@@ -86,6 +103,16 @@ ENTRY_COLUMNS: tuple[str, ...] = (
     "source_line_start",
     "source_line_end",
 )
+
+#: The columns of ``entries_fts``, in order; each is a column of ``entries`` (external content).
+FTS_COLUMNS: tuple[str, ...] = ("text", "section", "context")
+
+#: How many entries on each side of an entry make up its ``context``.
+CONTEXT_NEIGHBOURS = 2
+
+#: Each neighbour's text is cut to about this many characters (at a space), so that a long
+#: entry does not swamp its neighbours' postings.
+CONTEXT_CHARS = 300
 
 _V1 = """
 CREATE TABLE files (
@@ -155,8 +182,27 @@ CREATE TABLE vectors (
 ) WITHOUT ROWID;
 """
 
+# Rows indexed without a context must not survive: emptying ``files`` and ``meta`` makes the
+# next refresh see a new memory directory, which clears and reindexes everything.
+_V3 = """
+DROP TABLE entries_fts;
+DELETE FROM entries;
+DELETE FROM issues;
+DELETE FROM files;
+DELETE FROM meta;
+ALTER TABLE entries ADD COLUMN context TEXT;
+CREATE VIRTUAL TABLE entries_fts USING fts5(
+    text,
+    section,
+    context,
+    content='entries',
+    content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+"""
+
 #: Ordered schema migrations; migration ``n`` (1-based) brings ``user_version`` from n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 
 #: The schema version this code writes and reads.
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -241,3 +287,34 @@ def missing_tables(conn: sqlite3.Connection) -> set[str]:
         for row in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
     }
     return set(REQUIRED_TABLES - names)
+
+
+_KIND, _DATE, _SECTION, _TEXT, _CONTEXT = (
+    ENTRY_COLUMNS.index(name) for name in ("kind", "date", "section", "text", "context")
+)
+_DAY_KINDS = frozenset({"observation", "archive"})
+
+
+def _clip(text: str) -> str:
+    if len(text) <= CONTEXT_CHARS:
+        return text
+    cut = text[:CONTEXT_CHARS]
+    space = cut.rfind(" ")
+    return cut[:space] if space > CONTEXT_CHARS // 2 else cut
+
+
+def neighbour_context(rows: Sequence[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    """``rows`` (one file's ``entries`` rows, in line order) with their ``context`` filled in.
+
+    An entry's neighbours are the ``CONTEXT_NEIGHBOURS`` rows on each side that share its day
+    (observations and archives) or its section (every other file): a day of observations is one
+    stretch of work, a section one topic, and across either boundary the text is unrelated.
+    """
+    groups = [row[_DATE] if row[_KIND] in _DAY_KINDS else row[_SECTION] for row in rows]
+    clipped = [_clip(str(row[_TEXT])) for row in rows]
+    out: list[tuple[object, ...]] = []
+    for i, row in enumerate(rows):
+        window = range(max(0, i - CONTEXT_NEIGHBOURS), min(len(rows), i + CONTEXT_NEIGHBOURS + 1))
+        near = [clipped[j] for j in window if j != i and groups[j] == groups[i]]
+        out.append((*row[:_CONTEXT], " ".join(near) or None, *row[_CONTEXT + 1 :]))
+    return out

@@ -31,7 +31,7 @@ from pathlib import Path
 from obsmem import paths
 from obsmem.errors import IndexError_, MemoryFileError
 from obsmem.index.db import index_generation, is_corruption, open_index, using_index
-from obsmem.index.schema import ENTRY_COLUMNS, schema_version
+from obsmem.index.schema import ENTRY_COLUMNS, FTS_COLUMNS, neighbour_context, schema_version
 from obsmem.memory.markdown import blank_generated
 from obsmem.memory.model import ParseIssue, Provenance
 from obsmem.memory.observations import parse_observations
@@ -245,6 +245,7 @@ def _parse(
     state: _FileState, data: bytes, ledger: dict[str, Provenance]
 ) -> tuple[list[tuple[object, ...]], list[ParseIssue]]:
     rows, issues = _parse_rows(state, data, ledger)
+    rows = neighbour_context(rows)
     if not data.isascii() and not _is_utf8(data):
         rows = [tuple(_storable(v) for v in row) for row in rows]
     return rows, issues
@@ -269,7 +270,7 @@ def _parse_rows(
             rows.append((
                 obs.id, state.kind, state.rel, obs.line, obs.line_end, obs.date, obs.time,
                 obs.priority, obs.type, obs.confidence, obs.importance, obs.referenced_date,
-                None, obs.text, *_provenance_values(ledger.get(obs.id)),
+                None, obs.text, None, *_provenance_values(ledger.get(obs.id)),
             ))  # fmt: skip
         return rows, doc.issues
     # Vault pages are seeded with their own path so equal lines on two pages get distinct ids.
@@ -289,7 +290,7 @@ def _parse_rows(
         rows.append((
             entry.id, state.kind, state.rel, entry.line, entry.line, entry.date, None,
             entry.priority, entry.type, None, entry.importance, None,
-            entry.section or None, entry.text, *_provenance_values(ledger.get(entry.id)),
+            entry.section or None, entry.text, None, *_provenance_values(ledger.get(entry.id)),
         ))  # fmt: skip
     return rows, sections.issues
 
@@ -309,15 +310,18 @@ def blank_front_matter(data: bytes) -> bytes:
 def _delete_rows(conn: sqlite3.Connection, rel: str) -> None:
     # External-content FTS5 must be told the exact indexed values of each row it forgets.
     conn.execute(
-        "INSERT INTO entries_fts (entries_fts, rowid, text, section) "
-        "SELECT 'delete', rowid, text, section FROM entries WHERE file = ?",
+        f"INSERT INTO entries_fts (entries_fts, rowid, {_FTS}) "
+        f"SELECT 'delete', rowid, {_FTS} FROM entries WHERE file = ?",
         (rel,),
     )
     conn.execute("DELETE FROM entries WHERE file = ?", (rel,))
     conn.execute("DELETE FROM issues WHERE file = ?", (rel,))
 
 
-_ID, _SECTION, _TEXT = (ENTRY_COLUMNS.index(name) for name in ("id", "section", "text"))
+_FTS = ", ".join(FTS_COLUMNS)
+_ID, _SECTION, _TEXT, _CONTEXT = (
+    ENTRY_COLUMNS.index(name) for name in ("id", "section", "text", "context")
+)
 _UPDATE = f"UPDATE entries SET {', '.join(f'{c} = ?' for c in ENTRY_COLUMNS)} WHERE rowid = ?"
 
 
@@ -327,7 +331,8 @@ def _replace_rows(conn: sqlite3.Connection, rel: str, rows: list[tuple[object, .
     A new observation changes a few lines of a file that may hold thousands, and rewriting every
     row's full-text postings costs far more than parsing. So rows are matched to the ones already
     there by (id, section, text): a match keeps its rowid and its postings (other columns, such as
-    a shifted line number, are updated in place), and only the rest is deleted or inserted.
+    a shifted line number, are updated in place), and only the rest is deleted or inserted. A
+    match whose neighbours changed (its ``context``) keeps its rowid but is reindexed.
     """
     existing = conn.execute(
         f"SELECT rowid, {', '.join(ENTRY_COLUMNS)} FROM entries WHERE file = ?", (rel,)
@@ -335,8 +340,8 @@ def _replace_rows(conn: sqlite3.Connection, rel: str, rows: list[tuple[object, .
     if not existing:
         conn.executemany(_INSERT, rows)
         conn.execute(
-            "INSERT INTO entries_fts (rowid, text, section) "
-            "SELECT rowid, text, section FROM entries WHERE file = ?",
+            f"INSERT INTO entries_fts (rowid, {_FTS}) "
+            f"SELECT rowid, {_FTS} FROM entries WHERE file = ?",
             (rel,),
         )
         return
@@ -346,28 +351,38 @@ def _replace_rows(conn: sqlite3.Connection, rel: str, rows: list[tuple[object, .
         pool.setdefault((old[_ID], old[_SECTION], old[_TEXT]), []).append((int(rowid), old))
     inserts: list[tuple[object, ...]] = []
     updates: list[tuple[object, ...]] = []
+    recontext: list[tuple[int]] = []
     for row in rows:
         bucket = pool.get((row[_ID], row[_SECTION], row[_TEXT]))
         if bucket:
             rowid, old = bucket.pop(0)
             if old != row:
                 updates.append((*row, rowid))
+            if old[_CONTEXT] != row[_CONTEXT]:
+                recontext.append((rowid,))
         else:
             inserts.append(row)
     gone = [(rowid,) for bucket in pool.values() for rowid, _ in bucket]
     conn.executemany(
-        "INSERT INTO entries_fts (entries_fts, rowid, text, section) "
-        "SELECT 'delete', rowid, text, section FROM entries WHERE rowid = ?",
-        gone,
+        f"INSERT INTO entries_fts (entries_fts, rowid, {_FTS}) "
+        f"SELECT 'delete', rowid, {_FTS} FROM entries WHERE rowid = ?",
+        gone + recontext,
     )
     conn.executemany("DELETE FROM entries WHERE rowid = ?", gone)
-    # Matched rows have the same text and section, so their postings stay valid as they are.
+    # Matched rows have the same text and section, so their postings stay valid as they are,
+    # except those whose context changed: forgotten above with the old one, indexed again below.
     conn.executemany(_UPDATE, updates)
+    conn.executemany(
+        f"INSERT INTO entries_fts (rowid, {_FTS}) "
+        f"SELECT rowid, {_FTS} FROM entries WHERE rowid = ?",
+        recontext,
+    )
     for row in inserts:
         rowid = conn.execute(_INSERT, row).lastrowid
         conn.execute(
-            "INSERT INTO entries_fts (rowid, text, section) VALUES (?, ?, ?)",
-            (rowid, row[_TEXT], row[_SECTION]),
+            f"INSERT INTO entries_fts (rowid, {_FTS}) SELECT rowid, {_FTS} FROM entries "
+            "WHERE rowid = ?",
+            (rowid,),
         )
 
 

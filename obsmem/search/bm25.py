@@ -8,6 +8,16 @@ the way, without a message: it is derived data.
 SQLite's ``bm25()`` returns lower-is-better negative numbers; a ``Hit`` carries its negation, so
 a higher ``score`` is a better match, and ``rank`` 1 is the best hit. Scores are comparable only
 within one query.
+
+How entries are scored (``Ranking``): BM25 over three columns, the entry's text (weight 1), its
+section heading (0.5) and its neighbours' text (``OM_SEARCH_CONTEXT_WEIGHT``, see
+``index/schema.py``). So an entry can be found without holding a word of the query, when the
+lines around it do (the answer below a question), usually below the entries that hold the words;
+with the weight at 0 only an entry's own text and section are matched. Then, when the query
+names a date (``dates.query_dates``: "on 3 March 2026", "in May", "yesterday"), the score of an
+entry dated within it (its day or the date its message referred to) is multiplied by
+``1 + OM_SEARCH_DATE_BOOST``. The date is applied inside the query, so an entry of that day is
+found however far down the plain ranking it was.
 """
 
 from __future__ import annotations
@@ -15,12 +25,14 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date as Date
 
 from obsmem.errors import UsageError
 from obsmem.index.db import using_index
 from obsmem.index.query import fts_query
 from obsmem.index.sync import refresh as refresh_index
 from obsmem.memory.store import MemoryStore
+from obsmem.search.dates import DateSpan, query_dates
 from obsmem.settings import Settings, load_settings
 
 __all__ = [
@@ -28,6 +40,7 @@ __all__ = [
     "SECTION_WEIGHT",
     "TEXT_WEIGHT",
     "Hit",
+    "Ranking",
     "bm25_rows",
     "distinct_rows",
     "hit_from_row",
@@ -42,21 +55,32 @@ SECTION_WEIGHT = 0.5
 
 _PROVENANCE_KEYS = ("source_path", "line_start", "line_end", "session", "agent", "project")
 
+_COLUMNS = """e.id, e.kind, e.file, e.line, e.date, e.time, e.priority, e.type, e.importance,
+       e.section, e.text, e.source_path, e.source_line_start, e.source_line_end, e.session,
+       e.agent, e.project"""
+
 # The CTE lets FTS5 produce and sort only the matches; entries are joined for the top ``limit``.
 # Ties are broken by rowid so that a query gives the same order on every run.
-_SQL = """
+_SQL = f"""
 WITH matched AS (
-    SELECT rowid AS rid, bm25(entries_fts, ?, ?) AS raw
+    SELECT rowid AS rid, bm25(entries_fts, ?, ?, ?) AS raw
     FROM entries_fts
     WHERE entries_fts MATCH ?
     ORDER BY raw, rowid
     LIMIT ?
 )
-SELECT m.raw, e.id, e.kind, e.file, e.line, e.date, e.time, e.priority, e.type, e.importance,
-       e.section, e.text, e.source_path, e.source_line_start, e.source_line_end, e.session,
-       e.agent, e.project, m.rid
+SELECT m.raw, {_COLUMNS}, m.rid
 FROM matched AS m JOIN entries AS e ON e.rowid = m.rid
 ORDER BY m.raw, m.rid
+"""
+
+# With dates, every match's entry is needed to score it, so entries are joined before sorting.
+_DATED_SQL = """
+SELECT {score} AS raw, {columns}, e.rowid
+FROM entries_fts JOIN entries AS e ON e.rowid = entries_fts.rowid
+WHERE entries_fts MATCH ?
+ORDER BY raw, e.rowid
+LIMIT ?
 """
 
 #: The same columns as ``_SQL`` for one entry by rowid (raw score 0), for hits BM25 did not find.
@@ -66,6 +90,58 @@ SELECT 0.0, e.id, e.kind, e.file, e.line, e.date, e.time, e.priority, e.type, e.
        e.agent, e.project, e.rowid
 FROM entries AS e WHERE e.rowid = ?
 """
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How BM25 scores entries: the neighbours column's weight and the dates the query names.
+
+    The defaults are the settings' defaults; ``for_query`` reads them from ``Settings``.
+    """
+
+    context_weight: float = Settings.search_context_weight
+    dates: tuple[DateSpan, ...] = ()
+    date_boost: float = Settings.search_date_boost
+
+    @classmethod
+    def for_query(cls, query: str, settings: Settings, today: Date | None = None) -> Ranking:
+        """The ranking for ``query``: its dates (relative ones against ``today``) and settings."""
+        dates = tuple(query_dates(query, today)) if settings.search_date_boost > 0 else ()
+        return cls(settings.search_context_weight, dates, settings.search_date_boost)
+
+    def match(self, expression: str) -> str:
+        """The ``MATCH`` expression to run: with the neighbours' weight at 0, entries are matched
+        on their own text and section only, as a plain keyword search."""
+        if self.context_weight > 0:
+            return expression
+        return f"{{text section}} : ({expression})"
+
+    @property
+    def dated(self) -> bool:
+        """True when entries are scored by their dates too (the score then reads ``e``)."""
+        return bool(self.dates) and self.date_boost > 0
+
+    def score_sql(self) -> tuple[str, list[object]]:
+        """An SQL expression of the raw score (lower is better) and its parameters.
+
+        It reads ``entries_fts`` and, when there are dates, the entry as ``e``.
+        """
+        weights: list[object] = [TEXT_WEIGHT, SECTION_WEIGHT, self.context_weight]
+        bm25 = "bm25(entries_fts, ?, ?, ?)"
+        if not self.dated:
+            return bm25, weights
+        tests: list[str] = []
+        params: list[object] = []
+        for span in self.dates:
+            for column in ("e.date", "e.referenced_date"):
+                if span.month is not None:
+                    tests.append(f"substr({column}, 5, 4) = ?")
+                    params.append(f"-{span.month:02d}-")
+                else:
+                    tests.append(f"substr({column}, 1, 10) BETWEEN ? AND ?")
+                    params += [span.start, span.end]
+        score = f"{bm25} * (CASE WHEN {' OR '.join(tests)} THEN ? ELSE 1.0 END)"
+        return score, [*weights, *params, 1.0 + self.date_boost]
 
 
 @dataclass(frozen=True)
@@ -146,12 +222,18 @@ def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def bm25_rows(conn: sqlite3.Connection, expression: str, limit: int) -> list[tuple[object, ...]]:
-    """The best ``limit`` raw rows for an FTS5 expression: ``_SQL``'s columns, rowid last."""
-    return [
-        tuple(row)
-        for row in conn.execute(_SQL, (TEXT_WEIGHT, SECTION_WEIGHT, expression, limit)).fetchall()
-    ]
+def bm25_rows(
+    conn: sqlite3.Connection, expression: str, limit: int, ranking: Ranking | None = None
+) -> list[tuple[object, ...]]:
+    """The best ``limit`` raw rows for an FTS5 expression: ``_SQL``'s columns, rowid last.
+
+    ``ranking`` (default: ``Ranking()``, no dates) sets the column weights and date boosts.
+    """
+    ranking = ranking or Ranking()
+    score, params = ranking.score_sql()
+    sql = _DATED_SQL.format(score=score, columns=_COLUMNS) if ranking.dated else _SQL
+    rows = conn.execute(sql, (*params, ranking.match(expression), limit)).fetchall()
+    return [tuple(row) for row in rows]
 
 
 def distinct_rows(rows: Sequence[Sequence[object]], limit: int) -> list[Sequence[object]]:
@@ -174,10 +256,12 @@ def distinct_rows(rows: Sequence[Sequence[object]], limit: int) -> list[Sequence
     return kept
 
 
-def query_index(conn: sqlite3.Connection, expression: str, limit: int) -> list[Hit]:
+def query_index(
+    conn: sqlite3.Connection, expression: str, limit: int, ranking: Ranking | None = None
+) -> list[Hit]:
     """Run an FTS5 ``MATCH`` expression (from ``fts_query``) and return the best ``limit`` hits."""
     # Fetch extra rows so that dropping vault copies still leaves ``limit`` distinct entries.
-    kept = distinct_rows(bm25_rows(conn, expression, limit * 3), limit)
+    kept = distinct_rows(bm25_rows(conn, expression, limit * 3, ranking), limit)
     return [hit_from_row(rank, row) for rank, row in enumerate(kept, start=1)]
 
 
@@ -212,6 +296,7 @@ def search(
         return []  # nothing to search, and no reason to create a state directory for it
     if settings is None:
         settings = load_settings()
+    ranking = Ranking.for_query(query, settings)
     embedder = None
     if settings.search_backend != "bm25":
         # Imported here: BM25-only searches never pay for the hybrid modules.
@@ -223,7 +308,7 @@ def search(
         if refresh:
             refresh_index(store, conn)
         if embedder is None and not settings.rerank_model:
-            return query_index(conn, expression, limit)
+            return query_index(conn, expression, limit, ranking)
         from obsmem.search.hybrid import hybrid_query
 
         return hybrid_query(conn, query, expression, limit, embedder, settings)

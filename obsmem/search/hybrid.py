@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from datetime import date as Date
 from typing import TYPE_CHECKING
 
-from obsmem.search.bm25 import ROW_SQL, Hit, bm25_rows, distinct_rows, hit_from_row
+from obsmem.search.bm25 import ROW_SQL, Hit, Ranking, bm25_rows, distinct_rows, hit_from_row
 from obsmem.search.vectors import VectorStore, embed_text
 
 if TYPE_CHECKING:
@@ -181,7 +181,7 @@ def hybrid_query(
     top = settings.rerank_top if reranker is not None else 0
     # Extra candidates so that dropping vault copies still leaves enough distinct entries.
     pool = max(POOL, limit * 3, top * 2)
-    keyword = bm25_rows(conn, expression, pool)
+    keyword = bm25_rows(conn, expression, pool, Ranking.for_query(query, settings, today))
     semantic = _semantic(conn, query, embedder, pool) if embedder is not None else None
     rows: dict[int, Sequence[object]] = {int(str(row[-1])): row for row in keyword}
     if semantic is None:

@@ -23,8 +23,9 @@ from obsmem.index.query import fts_query
 from obsmem.index.sync import refresh as refresh_index
 from obsmem.memory.model import OBSERVATION_TYPES
 from obsmem.memory.store import MemoryStore
-from obsmem.search.bm25 import SECTION_WEIGHT, TEXT_WEIGHT
+from obsmem.search.bm25 import Ranking
 from obsmem.search.excerpt import read_excerpt
+from obsmem.settings import load_settings
 
 __all__ = [
     "MAX_IDS",
@@ -160,15 +161,18 @@ def search_entries(
     if expression is None or (not store.home.is_dir() and not store.index_path.exists()):
         return []
     where, params = filters.sql()
+    # Scored as ``search`` scores (neighbours' text, dates named in the query).
+    ranking = Ranking.for_query(query, load_settings())
+    score, score_params = ranking.score_sql()
     sql = (
-        f"SELECT bm25(entries_fts, ?, ?) AS raw, {_SELECT} FROM entries_fts "
+        f"SELECT {score} AS raw, {_SELECT} FROM entries_fts "
         f"JOIN entries AS e ON e.rowid = entries_fts.rowid "
         f"WHERE entries_fts MATCH ? AND {where} ORDER BY raw, e.rowid LIMIT ?"
     )
 
     def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
         # Extra rows: vault copies share their observation's id and are dropped below.
-        rows = conn.execute(sql, [TEXT_WEIGHT, SECTION_WEIGHT, expression, *params, limit * 3])
+        rows = conn.execute(sql, [*score_params, ranking.match(expression), *params, limit * 3])
         out: list[dict[str, Any]] = []
         seen: set[str] = set()
         for row in rows.fetchall():

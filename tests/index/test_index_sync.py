@@ -107,16 +107,21 @@ def entries(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
     ).fetchall()
 
 
+def contexts(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    return conn.execute("SELECT file, line, context FROM entries ORDER BY file, line").fetchall()
+
+
 def fts_consistent(conn: sqlite3.Connection) -> None:
     # rank=1 also checks the full-text index against the content table, row by row.
     conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES ('integrity-check', 1)")
 
 
-def matches(conn: sqlite3.Connection, word: str) -> list[str]:
+def matches(conn: sqlite3.Connection, word: str, column: str = "text") -> list[str]:
+    """Entries whose ``column`` holds ``word`` (an entry's neighbours hold its words too)."""
     rows = conn.execute(
         "SELECT e.text FROM entries_fts JOIN entries e ON e.rowid = entries_fts.rowid "
-        "WHERE entries_fts MATCH ?",
-        (f'"{word}"',),
+        "WHERE entries_fts MATCH ? ORDER BY e.rowid",
+        (f'{column}: "{word}"',),
     )
     return [row[0] for row in rows]
 
@@ -193,6 +198,27 @@ def test_hand_added_lines_are_picked_up(store: MemoryStore, conn: sqlite3.Connec
     assert matches(conn, "fridays") == ["Never deploys on Fridays"]
     # Lines that did not change keep their rows: only the new line was written to the FTS index.
     assert set(kept) <= set(conn.execute("SELECT rowid, id FROM entries").fetchall())
+    fts_consistent(conn)
+
+
+def test_a_new_line_becomes_context_of_its_neighbours_which_keep_their_rows(
+    store: MemoryStore, conn: sqlite3.Connection
+) -> None:
+    populate(store)
+    refresh(store, conn)
+    kept = conn.execute("SELECT rowid, id FROM entries WHERE file = 'observations.md'").fetchall()
+    write(store, "observations.md", OBSERVATIONS + "- 🔴 16:00 Chose zygomorphic caching\n")
+    refresh(store, conn)
+    # The two lines before it now carry its words as context, in the full-text index too.
+    assert matches(conn, "zygomorphic", "context") == [
+        "Changed mind from SQLAlchemy to Tortoise ORM",
+        "Prefers pytest fixtures over setup methods",
+    ]
+    assert set(kept) <= set(conn.execute("SELECT rowid, id FROM entries").fetchall())
+    fts_consistent(conn)
+    write(store, "observations.md", OBSERVATIONS)
+    refresh(store, conn)
+    assert matches(conn, "zygomorphic", "context") == []
     fts_consistent(conn)
 
 
@@ -478,6 +504,7 @@ def test_any_sequence_of_edits_matches_a_fresh_index(versions: list[list[tuple[s
                 other = open_index(fresh.index_path)
                 try:
                     assert entries(conn) == entries(other)
+                    assert contexts(conn) == contexts(other)
                 finally:
                     other.close()
         finally:

@@ -241,3 +241,17 @@ def test_storing_the_same_turns_twice_counts_them_once(tmp_path: Path) -> None:
         assert kept.add(turns) == 0
         assert kept.add(turns[:1], replaced=str(path)) == 1
         assert kept.count() == 1
+
+
+def test_backfill_fills_the_turns_too() -> None:
+    from click.testing import CliRunner
+
+    from obsmem.cli import cli
+
+    transcript().write_text(claude_line("An old session about the flaky websocket reconnect"))
+    result = CliRunner().invoke(cli, ["backfill", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    store = MemoryStore()
+    (hit,) = search_turns(store, "websocket reconnect")
+    assert hit["text"] == "An old session about the flaky websocket reconnect"
+    assert hit["provenance"]["line_start"] == 1

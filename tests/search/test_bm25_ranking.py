@@ -1,0 +1,124 @@
+"""How BM25 search ranks: neighbours' text as a low-weight column, dates named in the query."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+import pytest
+
+from obsmem.memory.store import MemoryStore, new_observation
+from obsmem.search import search
+from obsmem.search.bm25 import Ranking
+from obsmem.search.dates import DateSpan
+from obsmem.search.recall import Filters, search_entries
+from obsmem.settings import load_settings
+
+QUESTION_AND_ANSWER = """# Observations
+
+## 2026-03-01
+
+### Observations
+
+- 🟡 09:00 Renewed the TLS certificates of the staging cluster
+- 🟡 10:00 How often does the nightly backup of the billing database run?
+- 🟡 10:05 Every four hours since the storage move
+- 🟡 11:00 Moved the weekly report to Mondays
+
+## 2026-03-02
+
+### Observations
+
+- 🟡 09:00 Wrote the incident review of the outage
+"""
+
+
+def bm25(**env: str) -> dict[str, str]:
+    return {"OM_SEARCH_BACKEND": "bm25", **env}
+
+
+def texts(store: MemoryStore, query: str, **env: str) -> list[str]:
+    return [h.text for h in search(store, query, settings=load_settings(bm25(**env)))]
+
+
+def test_an_answer_is_found_through_the_question_before_it(store: MemoryStore) -> None:
+    store.observations_path.write_text(QUESTION_AND_ANSWER, encoding="utf-8")
+    found = texts(store, "how often is the billing backup run")
+    # The line holding the words first; then the lines around it, the answer among them,
+    # though it holds none of the words.
+    assert found[0] == "How often does the nightly backup of the billing database run?"
+    assert "Every four hours since the storage move" in found[1:]
+    # Neighbours are taken within the day: the next day's entry is not one.
+    assert "Wrote the incident review of the outage" not in found
+
+
+def test_context_weight_zero_matches_own_text_only(store: MemoryStore) -> None:
+    store.observations_path.write_text(QUESTION_AND_ANSWER, encoding="utf-8")
+    found = texts(store, "how often is the billing backup run", OM_SEARCH_CONTEXT_WEIGHT="0")
+    assert found == ["How often does the nightly backup of the billing database run?"]
+    # Filtered search (the MCP tool's) follows the same setting.
+    store_env = {"OM_SEARCH_CONTEXT_WEIGHT": "0"}
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in store_env.items():
+            patch.setenv(key, value)
+        entries = search_entries(store, "billing backup", filters=Filters(since="2026-03-01"))
+    assert [e["text"] for e in entries] == [found[0]]
+
+
+def _same_note_on_three_days(store: MemoryStore, days: list[str]) -> None:
+    store.add_observations(
+        [
+            new_observation("Rotated the signing keys of the pipeline", date=d, time="10:00")
+            for d in days
+        ]
+    )
+
+
+def test_a_named_day_ranks_that_days_entry_first(store: MemoryStore) -> None:
+    _same_note_on_three_days(store, ["2026-02-27", "2026-03-03", "2026-03-09"])
+    settings = load_settings(bm25())
+    hits = search(store, "signing keys on 3 March 2026", settings=settings)
+    assert hits[0].date == "2026-03-03"
+    assert hits[0].score > 1.9 * hits[1].score  # doubled (OM_SEARCH_DATE_BOOST = 1)
+    plain = search(store, "signing keys on 3 March 2026", settings=load_settings(
+        bm25(OM_SEARCH_DATE_BOOST="0")))  # fmt: skip
+    assert len({h.score for h in plain}) == 1  # equal texts score alike without the date
+
+
+def test_a_month_of_any_year_and_a_relative_day(store: MemoryStore) -> None:
+    yesterday = (date.today() - timedelta(days=1)).isoformat()
+    _same_note_on_three_days(store, ["2024-07-10", "2025-01-15", yesterday])
+    settings = load_settings(bm25())
+    assert search(store, "signing keys rotated in July", settings=settings)[0].date == "2024-07-10"
+    assert search(store, "signing keys yesterday", settings=settings)[0].date == yesterday
+
+
+def test_the_referenced_date_counts_too(store: MemoryStore) -> None:
+    # Written on the 10th about the 2nd: "(meaning 2026-03-02)" in the line sets referenced_date.
+    store.observations_path.write_text(
+        "# Observations\n\n## 2026-03-10\n\n### Observations\n\n"
+        "- 🟡 10:00 Rotated the signing keys (meaning 2026-03-05)\n"
+        "- 🟡 11:00 Rotated the signing keys (meaning 2026-03-02)\n",
+        encoding="utf-8",
+    )
+    # "2" is not "02": the words of the date match both lines alike, the referenced date one.
+    hits = search(store, "signing keys on 2 March 2026", settings=load_settings(bm25()))
+    assert hits[0].text == "Rotated the signing keys (meaning 2026-03-02)"
+
+
+def test_filtered_search_ranks_dates_like_search(store: MemoryStore) -> None:
+    _same_note_on_three_days(store, ["2026-02-27", "2026-03-03", "2026-03-09"])
+    entries = search_entries(store, "signing keys on March 9, 2026", filters=Filters(type="fact"))
+    assert entries == []  # the filter still applies
+    entries = search_entries(store, "signing keys on March 9, 2026", filters=Filters())
+    assert entries[0]["date"] == "2026-03-09"
+
+
+def test_ranking_reads_its_settings() -> None:
+    settings = load_settings(bm25(OM_SEARCH_CONTEXT_WEIGHT="0.5", OM_SEARCH_DATE_BOOST="0"))
+    ranking = Ranking.for_query("what happened on 2026-03-03", settings)
+    assert ranking == Ranking(0.5, (), 0.0)
+    assert not ranking.dated
+    ranking = Ranking.for_query("in May", load_settings(bm25()))
+    assert ranking.dates == (DateSpan(month=5),) and ranking.dated
+    score, params = ranking.score_sql()
+    assert score.count("?") == len(params)
