@@ -215,7 +215,7 @@ SPECS: tuple[SettingSpec, ...] = (
         "OM_SEARCH_RRF_K",
         "search_rrf_k",
         _float_range(1.0, 1000.0),
-        60.0,
+        20.0,
         "The k of reciprocal rank fusion (an entry at rank r earns weight / (k + r)).",
     ),
     SettingSpec(
@@ -387,7 +387,7 @@ class Settings:
     rerank_top: int = 30
     search_bm25_weight: float = 1.0
     search_vector_weight: float = 0.3
-    search_rrf_k: float = 60.0
+    search_rrf_k: float = 20.0
     search_winner_ratio: float = 2.0
     search_importance_boost: float = 0.05
     search_recency_boost: float = 0.05

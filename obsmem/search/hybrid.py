@@ -13,7 +13,7 @@ How one query is answered (``hybrid_query``):
 2. Two candidate lists of ``POOL`` entries: BM25 (FTS5, as ``om search`` with BM25 only) and
    cosine similarity over every entry's vector.
 3. Reciprocal rank fusion: an entry at rank r (1-based) of a list with weight w earns
-   ``w / (k + r)``, summed over the lists (k = 60, ``OM_SEARCH_RRF_K``; weights
+   ``w / (k + r)``, summed over the lists (k = 20, ``OM_SEARCH_RRF_K``; weights
    ``OM_SEARCH_BM25_WEIGHT`` and ``OM_SEARCH_VECTOR_WEIGHT``).
 4. Boosts multiply the fused score by ``1 + importance_boost * importance + recency_boost *
    0.5 ** (age_days / half_life)``: small by default, so they reorder near ties only.
