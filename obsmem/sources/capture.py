@@ -199,8 +199,18 @@ def read_pending(pending: Pending, *, flush: bool = False) -> ReadResult:
             end_line=pending.start_line,
             skipped=Counter({f"unreadable: {exc.strerror or exc}": 1}),
         )
+    names: dict[str, str] = {}
     for turn in result.turns:
         turn.text = clip(redact(turn.text), MAX_TURN_CHARS)
+        # Names come from the transcript too (a folder, a session id): sent and written as well.
+        if turn.project:
+            turn.project = names.get(turn.project) or names.setdefault(
+                turn.project, redact(turn.project)
+            )
+        if turn.session:
+            turn.session = names.get(turn.session) or names.setdefault(
+                turn.session, redact(turn.session)
+            )
     result.turns = [turn for turn in result.turns if turn.text.strip()]
     return result
 

@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
+from obsmem.sources.redact import safe_cut
+
 __all__ = ["MAX_OUTCOME_CHARS", "clip", "file_time", "iso_utc", "project_of"]
 
 #: No single tool output or outcome is kept longer than this (characters).
@@ -78,4 +80,5 @@ def clip(text: str, limit: int = MAX_OUTCOME_CHARS) -> str:
     """``text`` cut to ``limit`` characters, saying how much was left out."""
     if len(text) <= limit:
         return text
-    return text[:limit].rstrip() + f" … [{len(text) - limit} more characters]"
+    cut = safe_cut(text, limit)
+    return text[:cut].rstrip() + f" … [{len(text) - cut} more characters]"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from obsmem.sources.normalise import clip
+from obsmem.sources.redact import safe_cut
 
 __all__ = [
     "ERROR_LINES",
@@ -43,8 +44,10 @@ _COUNTS_TAIL = 4000
 _SCAN_CHARS = 64 * 1024
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+# "\b(\d+)" written as a digit, then "no word character before it": a pattern that starts with
+# a character class lets ``re`` skip straight to the digits instead of trying every position.
 _COUNT = re.compile(
-    r"\b(\d+)\s+(passed|failed|passing|failing|errors?|skipped|xfailed|xpassed|pending|"
+    r"(\d(?<!\w\d)\d*)\s+(passed|failed|passing|failing|errors?|skipped|xfailed|xpassed|pending|"
     r"todo|deselected|ignored|warnings?|total)\b",
     re.IGNORECASE,
 )
@@ -76,7 +79,7 @@ def short(text: str, limit: int = LINE_CHARS) -> str:
     line = " ".join(text.split())
     if len(line) <= limit:
         return line
-    return line[: limit - 1].rstrip() + "…"
+    return line[: safe_cut(line, limit - 1)].rstrip() + "…"
 
 
 def strip_ansi(text: str) -> str:
@@ -91,6 +94,12 @@ def find_test_counts(output: str) -> str | None:
         return None  # TEST_WORDS spelt out; most command output has no test summary
     found: list[list[tuple[str, str]]] = []
     for line in reversed(tail.splitlines()):
+        if not found:
+            # A main count's word, lowered, is in the lowered line: without "pass" or "fail"
+            # there the line is passed over, for far less than the count pattern costs.
+            low = line.lower()
+            if "pass" not in low and "fail" not in low:
+                continue
         counts = [(number, word.lower()) for number, word in _COUNT.findall(line)]
         if counts and any(word in _MAIN_COUNTS for _, word in counts):
             found.append(counts)
@@ -121,13 +130,14 @@ def first_lines(text: str, count: int = ERROR_LINES) -> str:
 
 def _excerpt(text: str, *, errors_first: bool) -> str:
     """The first few lines worth quoting from a failure's output (error lines first if asked)."""
-    lines = [line.rstrip() for line in strip_ansi(text[:_SCAN_CHARS]).splitlines() if line.strip()]
+    head = text[: safe_cut(text, _SCAN_CHARS)]
+    # Stripped and filtered by map and filter: no Python-level step per line of a long output.
+    lines = list(filter(None, map(str.rstrip, strip_ansi(head).splitlines())))
     if errors_first:
         marked = [
             line
-            for line in lines
-            if _ERROR_MARKER.search(line)
-            and not line.lstrip().startswith(_RULES)  # "===== FAILURES =====" says nothing
+            for line in filter(_ERROR_MARKER.search, lines)
+            if not line.lstrip().startswith(_RULES)  # "===== FAILURES =====" says nothing
         ]
         if marked:
             lines = marked

@@ -38,7 +38,7 @@ from obsmem.sources.redact_keys import (
     splice,
 )
 
-__all__ = ["KINDS", "redact", "redact_counts", "redact_turns"]
+__all__ = ["KINDS", "redact", "redact_counts", "redact_turns", "safe_cut"]
 
 #: Every label :func:`redact` can produce, with what it covers (for the docs).
 KINDS: dict[str, str] = {
@@ -259,10 +259,12 @@ _TOKEN_RULES: tuple[_Rule, ...] = (
 # --- Multi-part constructs found with find/bisect -----------------------------------------
 _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
-# What a cut-off key body can contain: base64 lines (newlines real or JSON-escaped) and the
-# Proc-Type / DEK-Info headers of encrypted keys.
+# What a cut-off key body can contain: base64 lines (newlines real or JSON-escaped, or turned
+# into spaces where a reader put a command on one line) and the Proc-Type / DEK-Info headers of
+# encrypted keys. A space counts only before a run of base64 characters, not before any word.
 _PEM_BODY = re.compile(
-    r"(?:(?:Proc-Type|DEK-Info|Comment):[^\n\\]{0,200}|[A-Za-z0-9+/=]|\r?\n|\\r|\\n)*"
+    r"(?:(?:Proc-Type|DEK-Info|Comment):[^\n\\]{0,200}|[A-Za-z0-9+/=]|\r?\n|\\r|\\n"
+    r"|[ \t](?=[A-Za-z0-9+/=]{8}))*"
 )
 _PEM_WINDOW = 64 * 1024
 
@@ -437,6 +439,36 @@ def redact_counts(text: str) -> tuple[str, Counter[str]]:
 def redact(text: str) -> str:
     """``text`` with secrets replaced by ``[REDACTED:<kind>]`` (see :func:`redact_counts`)."""
     return redact_counts(text)[0]
+
+
+#: How far a cut looks around the word it falls in: past the longest token shape, and back far
+#: enough to see the key of a ``key = value`` assignment.
+_CUT_LOOKAHEAD = 4096
+_CUT_LOOKBACK = 256
+
+
+def safe_cut(text: str, limit: int) -> int:
+    """Where to cut ``text`` near ``limit`` so that no secret is cut in two: ``limit`` itself,
+    or the start of the word it falls in when that word (with what precedes it) holds a secret.
+
+    Readers shorten text before it is redacted; a token cut in the middle no longer has its
+    shape (``ghp_`` and 36 characters) and its first part would pass redaction untouched. Cost:
+    one ``redact`` of a few kilobytes, and only when the cut falls inside a word.
+    """
+    if limit <= 0 or limit >= len(text):
+        return max(0, limit)
+    if text[limit - 1].isspace() or text[limit].isspace():
+        return limit
+    start = limit
+    floor = max(0, limit - _CUT_LOOKAHEAD)
+    while start > floor and not text[start - 1].isspace():
+        start -= 1
+    end = limit
+    ceiling = min(len(text), limit + _CUT_LOOKAHEAD)
+    while end < ceiling and not text[end].isspace():
+        end += 1
+    window = text[max(0, start - _CUT_LOOKBACK) : end]
+    return limit if redact(window) == window else start
 
 
 class _HasText(Protocol):

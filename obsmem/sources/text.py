@@ -24,6 +24,7 @@ from typing import Any
 from obsmem.sources.jsonl import Line, Records, lines_before
 from obsmem.sources.model import ReadResult, Turn
 from obsmem.sources.normalise import file_time, iso_utc
+from obsmem.sources.redact import redact
 
 __all__ = ["AGENT", "MAX_TURN_CHARS", "detect", "find_files", "read"]
 
@@ -111,6 +112,9 @@ class _Reader:
 
     def add(self, text: str, line: Line) -> None:
         """Append a line of words to the current turn, closing it first if it would be too long."""
+        if len(text) > MAX_TURN_CHARS:
+            # Redacted before it is cut: a secret cut in two would pass redaction in halves.
+            text = redact(text)
         while len(text) > MAX_TURN_CHARS:  # one huge line: cut it, each piece its own turn
             self.emit()
             self._append(text[:MAX_TURN_CHARS], line)
