@@ -123,7 +123,7 @@ def _feed(rollout: Rollout, line: Line, record: dict[str, Any]) -> None:
     payload = record.get("payload")
     if isinstance(kind, str) and isinstance(payload, dict):
         rollout.wrapper(line, kind, payload, record.get("timestamp"))
-    elif kind in _ITEM_TYPES or (isinstance(kind, str) and "role" in record):
+    elif isinstance(kind, str) and (kind in _ITEM_TYPES or "role" in record):
         rollout.item(line, record, record.get("timestamp"))
     elif "record_type" in record:
         rollout.skip(line, "state")
@@ -234,7 +234,7 @@ def _read_document(path: Path, start_offset: int, start_line: int) -> ReadResult
 def _looks_like_codex(record: dict[str, Any]) -> bool:
     kind = record.get("type")
     payload = record.get("payload")
-    if kind in _WRAPPER_TYPES and isinstance(payload, dict):
+    if isinstance(kind, str) and kind in _WRAPPER_TYPES and isinstance(payload, dict):
         return True
     if isinstance(record.get("session"), dict) and isinstance(record.get("items"), list):
         return True  # an older .json document

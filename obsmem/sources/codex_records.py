@@ -348,7 +348,7 @@ class Rollout:
             self._exec_end(line, payload, when)
         elif kind == "patch_apply_end":
             self._patch_end(line, payload, when)
-        elif kind in _SILENT_EVENTS:
+        elif isinstance(kind, str) and kind in _SILENT_EVENTS:
             self.skip(line, str(kind))
         else:
             self.skip(line, f"unknown type: {short(str(kind), 40)}")
@@ -370,7 +370,7 @@ class Rollout:
             self._output(line, payload, when)
         elif kind == "web_search_call":
             self._web_search(line, payload, when)
-        elif kind in _SILENT_ITEMS:
+        elif isinstance(kind, str) and kind in _SILENT_ITEMS:
             self.skip(line, str(kind))
         else:
             self.skip(line, f"unknown type: {short(str(kind), 40)}")

@@ -357,7 +357,9 @@ def detect(records: list[dict[str, Any]]) -> bool:
     if _looks_like_hermes(records[0]):
         return True
     return all(
-        record.get("role") in _ROLES and not any(key in record for key in _FOREIGN_KEYS)
+        isinstance(record.get("role"), str)
+        and record["role"] in _ROLES
+        and not any(key in record for key in _FOREIGN_KEYS)
         for record in records
     )
 
