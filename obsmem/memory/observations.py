@@ -197,6 +197,8 @@ class _Plan:
 
 
 _CONTEXT_RANK, _OBSERVATIONS_RANK, _NEW_DAY_RANK = 0, 1, 2
+#: A context block placed after a day's loose lines comes after observations added there too.
+_LATE_CONTEXT_RANK = 3
 
 
 def _in_time_order(items: list[Observation]) -> list[Observation]:
@@ -230,23 +232,43 @@ def _plan_context(
     bullets = _context_bullets(pairs, nl)
     if day.context_start is None:
         block = [nl, "### Current Context" + nl, nl, *bullets]
-        plan.insert(day.start + 1, (day.date, _CONTEXT_RANK, 0), block)
+        loose = _loose_end(lines, day)
+        if loose is None:
+            plan.insert(day.start + 1, (day.date, _CONTEXT_RANK, 0), block)
+        else:
+            # Lines right under the day heading: a context block above them would take them in
+            # (and the next context update would replace them), so it goes after them.
+            plan.insert(loose, (day.date, _LATE_CONTEXT_RANK, 0), block)
         return
     end = day.context_end if day.context_end is not None else day.end
     first = day.context_start + 1
-    last = first
-    for index in range(first, end):
-        stripped = body(lines[index]).strip()
-        if stripped and stripped != "---":
-            last = index + 1
-    if last == first:
+    # Only the context bullets are om's to replace: anything else in the block (an observation
+    # or a note written there by hand) stays where it is.
+    old = [index for index in range(first, end) if _is_context_bullet(lines[index])]
+    if not old:
         # An empty block: keep one blank line between the heading and the bullets.
         plan.insert(first, (day.date, _CONTEXT_RANK, 0), [nl, *bullets])
         return
-    start = first
-    while start < last and not body(lines[start]).strip():
-        start += 1
-    plan.replace(start, last, bullets)
+    plan.replace(old[0], old[0] + 1, bullets)
+    for index in old[1:]:
+        plan.replace(index, index + 1, [])
+
+
+def _is_context_bullet(line: str) -> bool:
+    bullet = BULLET.match(body(line))
+    return bool(bullet and _CONTEXT.match(bullet.group("rest").strip()))
+
+
+def _loose_end(lines: list[str], day: Day) -> int | None:
+    """The index after the last line written right under ``day``'s heading, before any
+    subsection; None when there is none."""
+    end = day.end
+    for index in range(day.start + 1, day.end):
+        if heading(body(lines[index])) is not None:
+            end = index
+            break
+    last = _last_content(lines, day.start, end)
+    return None if last == day.start else last + 1
 
 
 def _position_in_day(lines: list[str], day: Day, obs: Observation) -> int:
@@ -374,6 +396,7 @@ def parse_observations(
                 if name == "current context":
                     sub = "context"
                     current.context_start = index
+                    current.context_end = None  # a second block: the one edits go to
                 elif name == "observations":
                     sub = "observations"
                     current.observations_heading = index
