@@ -112,6 +112,16 @@ class Filters:
             )
         if self.min_importance is not None and not 0.0 <= self.min_importance <= 1.0:
             raise UsageError("min_importance must be between 0 and 1")
+        for name in ("project", "agent"):
+            value = getattr(self, name)
+            try:
+                (value or "").encode("utf-8")
+            except UnicodeEncodeError:
+                # A command-line argument in bytes that are not UTF-8: no entry can match it,
+                # and SQLite cannot even be asked.
+                raise UsageError(
+                    f"the {name} {value!r} is not valid UTF-8 text", "type the name again"
+                ) from None
         return self
 
     def is_empty(self) -> bool:
