@@ -7,7 +7,6 @@ is written atomically with mode 0600 because it holds API keys.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -60,8 +59,7 @@ def update_env_file(values: Mapping[str, str], path: Path) -> str:
         out.append(line)
     out.extend(f"{key}={_quote(value)}" for key, value in values.items() if key not in done)
     text = "\n".join(out) + "\n"
-    atomic_write(path, text.encode("utf-8"))
-    os.chmod(path, 0o600)
+    atomic_write(path, text.encode("utf-8"), mode=0o600)
     return text
 
 

@@ -32,8 +32,16 @@ DIR_MODE = 0o700
 
 def ensure_dir(path: Path) -> Path:
     """Create ``path`` (and parents) with mode 0700 if missing; return it."""
+    missing: list[Path] = []
+    parent = path
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
     try:
-        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        # One by one: ``mkdir(parents=True)`` gives the parents it creates the default mode
+        # (0755 under the usual umask), and archive/ or vault/ would not be private.
+        for folder in reversed(missing):
+            folder.mkdir(mode=DIR_MODE, exist_ok=True)
     except OSError as exc:
         raise MemoryDirError(
             f"cannot create directory {path}: {exc.strerror}",
@@ -63,14 +71,17 @@ def _write_error(path: Path, exc: OSError) -> MemoryFileError:
     return MemoryFileError(f"cannot write {path}: {exc.strerror}", hint)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` atomically and durably.
 
-    Temp file, fsync, rename, fsync of the directory.
+    Temp file, fsync, rename, fsync of the directory. The file keeps its mode (0600 when new),
+    or gets ``mode`` before it takes the place of the old one (never after: a file holding keys
+    must not be readable by others even for a moment).
     """
     ensure_dir(path.parent)
     try:
-        mode = path.stat().st_mode & 0o7777
+        if mode is None:
+            mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = FILE_MODE
     except OSError as exc:
