@@ -11,11 +11,13 @@ connections are per-thread), which costs well under a millisecond next to the qu
 
 Transports: stdio (what agents launch), or streamable HTTP on loopback behind a bearer token
 (``serve_http``). The token check is a plain ASGI wrapper in front of the SDK's app, compared in
-constant time; DNS-rebinding protection comes from the SDK for loopback hosts.
+constant time; the SDK's DNS-rebinding protection (``Host`` and ``Origin`` checked) is on for
+every loopback address.
 """
 
 from __future__ import annotations
 
+import errno
 import hmac
 import os
 import socket
@@ -26,6 +28,7 @@ from typing import Annotated, Any, TypeVar
 import anyio
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
@@ -122,7 +125,9 @@ def build_server(
     context_env = environ
     if context_env is None and store is not None:
         context_env = {**os.environ, "OM_HOME": str(store.home)}
-    server = FastMCP("om", instructions=INSTRUCTIONS, host=host, port=port)
+    server = FastMCP(
+        "om", instructions=INSTRUCTIONS, host=host, port=port, transport_security=_security(host)
+    )
     read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 
     @server.tool(name="search", description=_SEARCH, annotations=read_only)
@@ -212,6 +217,27 @@ def build_server(
     return server
 
 
+def _security(host: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection (``Host`` and ``Origin`` checked) on every loopback address.
+
+    The SDK turns it on by itself only for ``127.0.0.1``, ``localhost`` and ``::1``; a page in a
+    browser could reach ``127.0.0.2`` through a rebound name just as well. A remote host allowed
+    with ``--allow-remote`` is reached under names we cannot know: the token guards it alone.
+    """
+    from obsmem.mcp import is_loopback
+
+    if not is_loopback(host):
+        return None
+    name = host.lower()
+    own = f"[{name}]" if ":" in name else name
+    names = dict.fromkeys([own, "127.0.0.1", "localhost", "[::1]"])
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{n}:*" for n in names],
+        allowed_origins=[f"http://{n}:*" for n in names],
+    )
+
+
 def _show_or_none(
     show: Callable[[MemoryStore, str], dict[str, Any]], store: MemoryStore, entry_id: str
 ) -> list[dict[str, Any]]:
@@ -290,9 +316,13 @@ def serve_http(
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise OmError(
-            f"cannot listen on {host}:{port}: {exc.strerror}", "choose another --port"
-        ) from None
+        if exc.errno == errno.EADDRNOTAVAIL:
+            hint = "--host must be an address of this machine, such as 127.0.0.1"
+        elif exc.errno == errno.EACCES:
+            hint = "ports below 1024 need privileges: choose another --port"
+        else:
+            hint = "choose another --port"
+        raise OmError(f"cannot listen on {host}:{port}: {exc.strerror}", hint) from None
     sock.listen(128)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
