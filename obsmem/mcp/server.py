@@ -6,8 +6,11 @@ its JSON-ready result. Library errors (``OmError``) become MCP tool errors with 
 message, so the calling agent reads what went wrong and how to fix it.
 
 Tools run in a worker thread: they touch SQLite and the disk, and the HTTP transport must keep
-answering other requests meanwhile. Each call opens its own index connection (SQLite
-connections are per-thread), which costs well under a millisecond next to the query.
+answering other requests meanwhile. ``search`` runs on one index connection kept for the
+server's life (``recall.KeptIndex``, on a thread of its own), so the entries' vectors, read by
+the first search, stay in memory until the index changes; the embedding model and the reranker
+are loaded once per process. The other tools open a connection per call, which costs well
+under a millisecond.
 
 Transports: stdio (what agents launch), or streamable HTTP on loopback behind a bearer token
 (``serve_http``). The token check is a plain ASGI wrapper in front of the SDK's app, compared in
@@ -57,7 +60,8 @@ _SEARCH = (
     "errors and how they were fixed, commitments and open tasks. Call this before asking the "
     "user something they may have told a previous session, before re-investigating an error that "
     'may have been solved before, and when the user refers to earlier work ("like last time", '
-    '"the bug we fixed"). Keyword search (BM25): pass the distinctive words, not a sentence. '
+    '"the bug we fixed"). Matches the words and, when om has an embedding model, their meaning '
+    "(hybrid search): pass the distinctive words of what you look for, not a whole sentence. "
     "Each result cites its id, memory file:line, date and, when known, the transcript it came "
     "from; use `get` with the ids for full entries and the source excerpt. With raw=true it "
     "searches the transcript turns themselves instead (redacted), for the exact words of what "
@@ -118,9 +122,18 @@ def build_server(
     from obsmem.context.startup import DEFAULT_BUDGET, run_context
     from obsmem.index.turns import search_turns
     from obsmem.observe.remember import remember as do_remember
-    from obsmem.search.recall import Filters, get_entries, search_entries, show, timeline
+    from obsmem.search.recall import (
+        Filters,
+        KeptIndex,
+        get_entries,
+        search_entries,
+        show,
+        timeline,
+    )
 
     memory = store if store is not None else MemoryStore(environ=environ)
+    # One connection for every search: the vector cache stays warm between calls.
+    kept = KeptIndex(memory.index_path)
     # run_context finds its prepared file through the environment: point it at this store.
     context_env = environ
     if context_env is None and store is not None:
@@ -154,7 +167,7 @@ def build_server(
                 search_turns, memory, query, filters=filters, limit=limit, max_chars=RAW_TEXT_CHARS
             )
             return {"query": query, "raw": True, "count": len(turns), "results": turns}
-        hits = await _call(search_entries, memory, query, filters=filters, limit=limit)
+        hits = await _call(search_entries, memory, query, filters=filters, limit=limit, index=kept)
         return {"query": query, "count": len(hits), "results": hits}
 
     @server.tool(name="get", description=_GET, annotations=read_only)

@@ -18,14 +18,20 @@ names a date (``dates.query_dates``: "on 3 March 2026", "in May", "yesterday"), 
 entry dated within it (its day or the date its message referred to) is multiplied by
 ``1 + OM_SEARCH_DATE_BOOST``. The date is applied inside the query, so an entry of that day is
 found however far down the plain ranking it was.
+
+``search_rows`` is the one path every search takes (``search`` here, ``recall.search_entries``
+with filters, the MCP ``search`` tool): BM25 alone, or hybrid (``hybrid.py``) when a model loads
+or a reranker is set. Filters are a ``WHERE`` condition over ``entries AS e`` applied inside the
+query, to both the keyword and the vector candidates.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date as Date
+from typing import Protocol, TypeVar
 
 from obsmem.errors import UsageError
 from obsmem.index.db import using_index
@@ -36,17 +42,29 @@ from obsmem.search.dates import DateSpan, query_dates
 from obsmem.settings import Settings, load_settings
 
 __all__ = [
+    "ENTRY_COLUMNS",
     "ROW_SQL",
     "SECTION_WEIGHT",
     "TEXT_WEIGHT",
+    "Connections",
     "Hit",
     "Ranking",
+    "Scored",
+    "Where",
     "bm25_rows",
     "distinct_rows",
     "hit_from_row",
     "query_index",
     "search",
+    "search_rows",
 ]
+
+T = TypeVar("T")
+
+#: A condition over ``entries AS e`` and its parameters (``recall.Filters.sql()``).
+Where = tuple[str, Sequence[object]]
+#: A result row (the raw BM25 score, ``ENTRY_COLUMNS``, the rowid last) and its final score.
+Scored = tuple[tuple[object, ...], float]
 
 #: BM25 column weights. A section heading ("Preferences / Editor") says what an entry is about,
 #: but a word in it is shared by every entry below it, so it counts for less than the entry's text.
@@ -55,9 +73,14 @@ SECTION_WEIGHT = 0.5
 
 _PROVENANCE_KEYS = ("source_path", "line_start", "line_end", "session", "agent", "project")
 
-_COLUMNS = """e.id, e.kind, e.file, e.line, e.date, e.time, e.priority, e.type, e.importance,
-       e.section, e.text, e.source_path, e.source_line_start, e.source_line_end, e.session,
-       e.agent, e.project"""
+#: The entry columns of a result row, after its raw score (``hit_from_row`` reads the first 17;
+#: ``recall`` reads them all by name).
+ENTRY_COLUMNS: tuple[str, ...] = (
+    "id", "kind", "file", "line", "date", "time", "priority", "type", "importance", "section",
+    "text", "source_path", "source_line_start", "source_line_end", "session", "agent", "project",
+    "line_end", "confidence", "referenced_date",
+)  # fmt: skip
+_COLUMNS = ", ".join(f"e.{name}" for name in ENTRY_COLUMNS)
 
 # The CTE lets FTS5 produce and sort only the matches; entries are joined for the top ``limit``.
 # Ties are broken by rowid so that a query gives the same order on every run.
@@ -74,22 +97,18 @@ FROM matched AS m JOIN entries AS e ON e.rowid = m.rid
 ORDER BY m.raw, m.rid
 """
 
-# With dates, every match's entry is needed to score it, so entries are joined before sorting.
-_DATED_SQL = """
+# With dates or filters, every match's entry is needed to score or test it, so entries are
+# joined before sorting.
+_JOINED_SQL = """
 SELECT {score} AS raw, {columns}, e.rowid
 FROM entries_fts JOIN entries AS e ON e.rowid = entries_fts.rowid
-WHERE entries_fts MATCH ?
+WHERE entries_fts MATCH ? AND ({where})
 ORDER BY raw, e.rowid
 LIMIT ?
 """
 
 #: The same columns as ``_SQL`` for one entry by rowid (raw score 0), for hits BM25 did not find.
-ROW_SQL = """
-SELECT 0.0, e.id, e.kind, e.file, e.line, e.date, e.time, e.priority, e.type, e.importance,
-       e.section, e.text, e.source_path, e.source_line_start, e.source_line_end, e.session,
-       e.agent, e.project, e.rowid
-FROM entries AS e WHERE e.rowid = ?
-"""
+ROW_SQL = f"SELECT 0.0, {_COLUMNS}, e.rowid FROM entries AS e WHERE e.rowid = ?"
 
 
 @dataclass(frozen=True)
@@ -223,17 +242,27 @@ def _int_or_none(value: object) -> int | None:
 
 
 def bm25_rows(
-    conn: sqlite3.Connection, expression: str, limit: int, ranking: Ranking | None = None
+    conn: sqlite3.Connection,
+    expression: str,
+    limit: int,
+    ranking: Ranking | None = None,
+    where: Where | None = None,
 ) -> list[tuple[object, ...]]:
     """The best ``limit`` raw rows for an FTS5 expression: ``_SQL``'s columns, rowid last.
 
-    ``ranking`` (default: ``Ranking()``, no dates) sets the column weights and date boosts.
+    ``ranking`` (default: ``Ranking()``, no dates) sets the column weights and date boosts;
+    ``where`` keeps only the entries that meet it, inside the query, so a filter never hides a
+    match that ranked below unrelated entries.
     """
     ranking = ranking or Ranking()
     score, params = ranking.score_sql()
-    sql = _DATED_SQL.format(score=score, columns=_COLUMNS) if ranking.dated else _SQL
-    rows = conn.execute(sql, (*params, ranking.match(expression), limit)).fetchall()
-    return [tuple(row) for row in rows]
+    condition, where_params = where or ("1", ())
+    if ranking.dated or where is not None:
+        sql = _JOINED_SQL.format(score=score, columns=_COLUMNS, where=condition)
+    else:
+        sql = _SQL
+    bound = (*params, ranking.match(expression), *where_params, limit)
+    return [tuple(row) for row in conn.execute(sql, bound).fetchall()]
 
 
 def distinct_rows(rows: Sequence[Sequence[object]], limit: int) -> list[Sequence[object]]:
@@ -265,6 +294,65 @@ def query_index(
     return [hit_from_row(rank, row) for rank, row in enumerate(kept, start=1)]
 
 
+class Connections(Protocol):
+    """Something that runs ``work`` on a connection to one index (``recall.KeptIndex``)."""
+
+    def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(conn)``'s result."""
+
+
+def search_rows(
+    store: MemoryStore,
+    query: str,
+    *,
+    limit: int = 10,
+    refresh: bool = True,
+    settings: Settings | None = None,
+    where: Where | None = None,
+    index: Connections | None = None,
+) -> list[Scored]:
+    """The best ``limit`` result rows for ``query`` with their scores, best first (``search``).
+
+    ``where`` restricts every candidate, keyword and vector alike, to the entries that meet it.
+    ``index`` runs the query on a connection kept between calls (its vector cache stays warm);
+    by default the index is opened for this search alone.
+    """
+    if limit < 1:
+        raise UsageError(
+            f"the result limit must be at least 1, not {limit}", "pass a positive limit"
+        )
+    expression = fts_query(query)
+    if expression is None:
+        return []
+    if not store.home.is_dir() and not store.index_path.exists():
+        return []  # nothing to search, and no reason to create a state directory for it
+    if settings is None:
+        settings = load_settings()
+    embedder = None
+    if settings.search_backend != "bm25":
+        # Imported here: BM25-only searches never pay for the hybrid modules.
+        from obsmem.search.embeddings import resolve_backend
+
+        embedder = resolve_backend(settings).embedder
+    config = settings
+
+    def run(conn: sqlite3.Connection) -> list[Scored]:
+        if refresh:
+            refresh_index(store, conn)
+        if embedder is None and not config.rerank_model:
+            ranking = Ranking.for_query(query, config)
+            # Extra rows so that dropping vault copies still leaves ``limit`` distinct entries.
+            rows = bm25_rows(conn, expression, limit * 3, ranking, where)
+            return [(tuple(row), 0.0 - float(str(row[0]))) for row in distinct_rows(rows, limit)]
+        from obsmem.search.hybrid import hybrid_rows
+
+        return hybrid_rows(conn, query, expression, limit, embedder, config, where=where)
+
+    if index is not None:
+        return index.run(run)
+    return using_index(store.index_path, run)
+
+
 def search(
     store: MemoryStore,
     query: str,
@@ -285,32 +373,5 @@ def search(
     otherwise. Raises ``UsageError`` for a ``limit`` below 1, ``SettingsError`` for a bad
     setting and ``IndexError_`` when the index can be neither used nor rebuilt.
     """
-    if limit < 1:
-        raise UsageError(
-            f"the result limit must be at least 1, not {limit}", "pass a positive limit"
-        )
-    expression = fts_query(query)
-    if expression is None:
-        return []
-    if not store.home.is_dir() and not store.index_path.exists():
-        return []  # nothing to search, and no reason to create a state directory for it
-    if settings is None:
-        settings = load_settings()
-    ranking = Ranking.for_query(query, settings)
-    embedder = None
-    if settings.search_backend != "bm25":
-        # Imported here: BM25-only searches never pay for the hybrid modules.
-        from obsmem.search.embeddings import resolve_backend
-
-        embedder = resolve_backend(settings).embedder
-
-    def run(conn: sqlite3.Connection) -> list[Hit]:
-        if refresh:
-            refresh_index(store, conn)
-        if embedder is None and not settings.rerank_model:
-            return query_index(conn, expression, limit, ranking)
-        from obsmem.search.hybrid import hybrid_query
-
-        return hybrid_query(conn, query, expression, limit, embedder, settings)
-
-    return using_index(store.index_path, run)
+    rows = search_rows(store, query, limit=limit, refresh=refresh, settings=settings)
+    return [hit_from_row(rank, row, score) for rank, (row, score) in enumerate(rows, start=1)]

@@ -2,16 +2,20 @@
 
 The pieces are pure functions (``rrf_fuse``, ``clear_winner``, ``boost``, ``fused_order``; the
 reranker's blending in ``rerank.py``) so they can be tested without an index or a model;
-``hybrid_query`` wires them to the index.
+``hybrid_rows`` wires them to the index (``hybrid_query`` gives its result as ``Hit``s).
 
-How one query is answered (``hybrid_query``):
+How one query is answered (``hybrid_rows``):
 
 1. The query text is embedded; entries are not (their vectors were computed when the index was
    updated: ``indexing.py``). Entries edited since have no vector yet: BM25 still finds them,
    and one line on stderr says how many and how to embed them (``om reindex``). When the query
    cannot be embedded (an endpoint down), the search goes on with BM25 alone and says so once.
 2. Two candidate lists of ``POOL`` entries: BM25 (FTS5, as ``om search`` with BM25 only) and
-   cosine similarity over every entry's vector.
+   cosine similarity over every entry's vector. With filters (``where``), both lists hold only
+   entries that meet them: BM25 tests them inside its query; the vector ranking is tested in
+   rounds (``FILTER_ROUNDS``: its best 200, the next 800, the next 3,200 for a pool of 50, each
+   round one lookup by rowid) until ``POOL`` pass, and only a narrower filter has the entries
+   it keeps fetched (a scan of the entries) and ranked alone.
 3. Reciprocal rank fusion: an entry at rank r (1-based) of a list with weight w earns
    ``w / (k + r)``, summed over the lists (k = 20, ``OM_SEARCH_RRF_K``; weights
    ``OM_SEARCH_BM25_WEIGHT`` and ``OM_SEARCH_VECTOR_WEIGHT``).
@@ -38,25 +42,45 @@ from collections.abc import Mapping, Sequence
 from datetime import date as Date
 from typing import TYPE_CHECKING
 
-from obsmem.search.bm25 import ROW_SQL, Hit, Ranking, bm25_rows, distinct_rows, hit_from_row
+from obsmem.search.bm25 import (
+    ROW_SQL,
+    Hit,
+    Ranking,
+    Scored,
+    Where,
+    bm25_rows,
+    distinct_rows,
+    hit_from_row,
+)
 from obsmem.search.vectors import VectorStore, embed_text
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from obsmem.search.embeddings import Embedder
     from obsmem.search.rerank import Reranker
     from obsmem.settings import Settings
 
 __all__ = [
+    "FILTER_ROUNDS",
     "POOL",
     "boost",
     "clear_winner",
     "fused_order",
     "hybrid_query",
+    "hybrid_rows",
     "rrf_fuse",
 ]
 
 #: Candidates taken from each ranking before fusion (at least; more for a large ``limit``).
 POOL = 50
+#: With filters, the sizes (times the pool) of the rounds in which the vector ranking's best are
+#: tested against them: a filter that keeps a quarter of the memory is usually done in the
+#: first, and one that keeps under about one entry in 80 ends with a scan instead.
+FILTER_ROUNDS: tuple[int, ...] = (4, 16, 64)
+#: Rowids per ``IN (...)`` test, below SQLite's smallest limit on parameters (999).
+_CHUNK = 500
 
 
 def rrf_fuse(
@@ -136,7 +160,11 @@ def _importance(value: object) -> float | None:
 
 
 def _semantic(
-    conn: sqlite3.Connection, query: str, embedder: Embedder, pool: int
+    conn: sqlite3.Connection,
+    query: str,
+    embedder: Embedder,
+    pool: int,
+    where: Where | None = None,
 ) -> list[tuple[int, float]] | None:
     """The vector ranking for ``query``, or None when the query cannot be embedded."""
     from obsmem.search.embeddings import notice
@@ -148,7 +176,10 @@ def _semantic(
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         notice(f"hybrid search unavailable (cannot embed the query: {detail}); using BM25 only")
         return None
-    ranked = vectors.rank_vector(query_vector, pool)
+    if where is None:
+        ranked = vectors.rank_vector(query_vector, pool)
+    else:
+        ranked = _filtered_ranking(conn, vectors, query_vector, pool, where)
     missing = vectors.unembedded()
     if missing:
         notice(
@@ -159,7 +190,54 @@ def _semantic(
     return ranked
 
 
+def _filtered_ranking(
+    conn: sqlite3.Connection,
+    vectors: VectorStore,
+    query_vector: npt.NDArray[np.float32],
+    pool: int,
+    where: Where,
+) -> list[tuple[int, float]]:
+    """The best ``pool`` entries by similarity among those meeting ``where`` (module doc, 2)."""
+    condition, params = where
+    sizes = [pool * times for times in FILTER_ROUNDS]
+    ranked = vectors.rank_vector(query_vector, sum(sizes))
+    kept: list[tuple[int, float]] = []
+    start = 0
+    for size in sizes:
+        if len(kept) >= pool or start >= len(ranked):
+            break
+        tested = ranked[start : start + size]
+        start += size
+        passing: set[int] = set()
+        for first in range(0, len(tested), _CHUNK):
+            chunk = [rowid for rowid, _ in tested[first : first + _CHUNK]]
+            marks = ", ".join("?" for _ in chunk)
+            sql = f"SELECT e.rowid FROM entries AS e WHERE e.rowid IN ({marks}) AND ({condition})"
+            passing.update(int(rowid) for (rowid,) in conn.execute(sql, [*chunk, *params]))
+        kept += [(rowid, score) for rowid, score in tested if rowid in passing]
+    # Enough passed, or every entry with a vector was tested: ``kept`` is the answer.
+    if len(kept) >= pool or len(ranked) < sum(sizes):
+        return kept[:pool]
+    sql = f"SELECT e.rowid FROM entries AS e WHERE {condition}"
+    among = {int(rowid) for (rowid,) in conn.execute(sql, list(params))}
+    return vectors.rank_vector(query_vector, pool, among=among)
+
+
 def hybrid_query(
+    conn: sqlite3.Connection,
+    query: str,
+    expression: str,
+    limit: int,
+    embedder: Embedder | None,
+    settings: Settings,
+) -> list[Hit]:
+    """The best ``limit`` hits for ``query`` by fused BM25 and vector rank: ``hybrid_rows`` as
+    the ``Hit``s ``search`` returns."""
+    rows = hybrid_rows(conn, query, expression, limit, embedder, settings)
+    return [hit_from_row(rank, row, score) for rank, (row, score) in enumerate(rows, start=1)]
+
+
+def hybrid_rows(
     conn: sqlite3.Connection,
     query: str,
     expression: str,
@@ -169,11 +247,14 @@ def hybrid_query(
     *,
     today: Date | None = None,
     reranker: Reranker | None = None,
-) -> list[Hit]:
-    """The best ``limit`` hits for ``query`` by fused BM25 and vector rank (see the module doc).
+    where: Where | None = None,
+) -> list[Scored]:
+    """The best ``limit`` result rows (``bm25.ENTRY_COLUMNS``, rowid last) for ``query`` by
+    fused BM25 and vector rank, with their scores (see the module doc).
 
     ``expression`` is ``fts_query(query)``. Embeds only the query. ``reranker`` defaults to the
     one ``OM_RERANK_MODEL`` names (``rerank.load_reranker``); without one, nothing is reranked.
+    ``where`` keeps only the entries that meet it, in both rankings.
     """
     from obsmem.search.rerank import load_reranker, rerank_order
 
@@ -181,9 +262,10 @@ def hybrid_query(
     top = settings.rerank_top if reranker is not None else 0
     # Extra candidates so that dropping vault copies still leaves enough distinct entries.
     pool = max(POOL, limit * 3, top * 2)
-    keyword = bm25_rows(conn, expression, pool, Ranking.for_query(query, settings, today))
-    semantic = _semantic(conn, query, embedder, pool) if embedder is not None else None
-    rows: dict[int, Sequence[object]] = {int(str(row[-1])): row for row in keyword}
+    ranking = Ranking.for_query(query, settings, today)
+    keyword = bm25_rows(conn, expression, pool, ranking, where)
+    semantic = _semantic(conn, query, embedder, pool, where) if embedder is not None else None
+    rows: dict[int, tuple[object, ...]] = {int(str(row[-1])): row for row in keyword}
     if semantic is None:
         scores = {rowid: 0.0 - float(str(row[0])) for rowid, row in rows.items()}
         order = [int(str(row[-1])) for row in keyword]
@@ -226,10 +308,7 @@ def hybrid_query(
         kept = [
             kept[i] for i in rerank_order(query, texts, reranker, top=top, keep_first=keep_first)
         ]
-    return [
-        hit_from_row(rank, row, scores[int(str(row[-1]))])
-        for rank, row in enumerate(kept[:limit], start=1)
-    ]
+    return [(tuple(row), scores[int(str(row[-1]))]) for row in kept[:limit]]
 
 
 def _str(value: object) -> str | None:

@@ -5,31 +5,38 @@ matches the markdown on disk. Each entry is a JSON-ready dict carrying its citat
 memory file and line (``citation``: ``observations.md:12``), its date, and, for observations the
 ledger knows, the provenance back to the transcript (path, line range, session, agent, project).
 These dicts are what ``om show --json`` prints and what the MCP tools return.
+
+``search_entries`` is ``search`` (``bm25.search_rows``: hybrid when a model loads, BM25
+otherwise) with filters, returning these dicts. A long-lived process passes a ``KeptIndex`` so
+that its searches share one connection and, with it, the in-process vector cache.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date as Date
 from datetime import timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
-from obsmem.errors import NotFound, UsageError
-from obsmem.index.db import using_index
-from obsmem.index.query import fts_query
+from obsmem.errors import IndexError_, NotFound, UsageError
+from obsmem.index.db import open_index, using_index
 from obsmem.index.sync import refresh as refresh_index
 from obsmem.memory.model import OBSERVATION_TYPES
 from obsmem.memory.store import MemoryStore
-from obsmem.search.bm25 import Ranking
+from obsmem.search.bm25 import ENTRY_COLUMNS, search_rows
 from obsmem.search.excerpt import read_excerpt
-from obsmem.settings import load_settings
+from obsmem.settings import Settings
 
 __all__ = [
     "MAX_IDS",
     "Filters",
+    "KeptIndex",
     "get_entries",
     "search_entries",
     "show",
@@ -43,17 +50,21 @@ _WINDOW_ROWS = 5000
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
+T = TypeVar("T")
+
+# The order of an entry's keys in the public dict (the columns are read as search reads them).
 _COLUMNS = (
     "id", "kind", "file", "line", "line_end", "date", "time", "priority", "type", "confidence",
     "importance", "referenced_date", "section", "text", "source_path", "source_line_start",
     "source_line_end", "session", "agent", "project",
 )  # fmt: skip
-_SELECT = ", ".join(f"e.{name}" for name in _COLUMNS)
+_SELECT = ", ".join(f"e.{name}" for name in ENTRY_COLUMNS)
 
 
 def _entry(row: Sequence[Any]) -> dict[str, Any]:
-    """An ``entries`` row as the public dict, with ``citation`` and ``provenance``."""
-    data = dict(zip(_COLUMNS, row, strict=True))
+    """An ``entries`` row (``ENTRY_COLUMNS``) as the public dict, with citation and provenance."""
+    read = dict(zip(ENTRY_COLUMNS, row, strict=True))
+    data = {name: read[name] for name in _COLUMNS}
     source = data.pop("source_path")
     start, end = data.pop("source_line_start"), data.pop("source_line_end")
     session, agent, project = data.pop("session"), data.pop("agent"), data.pop("project")
@@ -157,47 +168,94 @@ def _read(store: MemoryStore, work: Any) -> Any:
 
 
 def search_entries(
-    store: MemoryStore, query: str, *, filters: Filters | None = None, limit: int = 10
+    store: MemoryStore,
+    query: str,
+    *,
+    filters: Filters | None = None,
+    limit: int = 10,
+    settings: Settings | None = None,
+    index: KeptIndex | None = None,
 ) -> list[dict[str, Any]]:
-    """BM25 search restricted by ``filters``: entry dicts with ``rank`` and ``score``, best first.
+    """``search`` restricted by ``filters``: entry dicts with ``rank`` and ``score``, best first.
 
-    The conditions are applied inside the query (not to a cut list of hits), so a filter never
-    hides a match that ranked below unrelated entries. With no filter this is ``search``.
+    The same search as ``om search`` (hybrid when a model loads, BM25 otherwise; ``settings``
+    are read from the environment when None), with the conditions applied inside the query to
+    the keyword and the vector candidates alike (not to a cut list of hits), so a filter never
+    hides a match that ranked below unrelated entries and never lets in one that fails it.
+    ``index`` runs the search on a connection kept between calls.
     """
     filters = (filters or Filters()).validated()
-    if limit < 1:
-        raise UsageError(f"the result limit must be at least 1, not {limit}")
-    expression = fts_query(query)
-    if expression is None or (not store.home.is_dir() and not store.index_path.exists()):
-        return []
-    where, params = filters.sql()
-    # Scored as ``search`` scores (neighbours' text, dates named in the query).
-    ranking = Ranking.for_query(query, load_settings())
-    score, score_params = ranking.score_sql()
-    sql = (
-        f"SELECT {score} AS raw, {_SELECT} FROM entries_fts "
-        f"JOIN entries AS e ON e.rowid = entries_fts.rowid "
-        f"WHERE entries_fts MATCH ? AND {where} ORDER BY raw, e.rowid LIMIT ?"
-    )
+    where = None if filters.is_empty() else filters.sql()
+    rows = search_rows(store, query, limit=limit, settings=settings, where=where, index=index)
+    out: list[dict[str, Any]] = []
+    for rank, (row, score) in enumerate(rows, start=1):
+        entry = _entry(row[1:-1])
+        entry["rank"], entry["score"] = rank, score
+        out.append(entry)
+    return out
 
-    def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-        # Extra rows: vault copies share their observation's id and are dropped below.
-        rows = conn.execute(sql, [*score_params, ranking.match(expression), *params, limit * 3])
-        out: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        for row in rows.fetchall():
-            entry = _entry(row[1:])
-            if entry["id"] in seen:
-                continue
-            seen.add(entry["id"])
-            entry["rank"], entry["score"] = len(out) + 1, 0.0 - float(row[0])
-            out.append(entry)
-            if len(out) == limit:
-                break
-        return out
 
-    result: list[dict[str, Any]] = _read(store, work)
-    return result
+class KeptIndex:
+    """The index of one store on one connection kept open between calls (the MCP server).
+
+    The vector cache (``vectors.py``) lives as long as its connection and the index does not
+    change, so on a kept connection a search after the first embeds its query and multiplies
+    one matrix instead of reading every vector again. A SQLite connection belongs to the thread
+    that opened it, so ``run`` does its work on this object's own thread, one call at a time,
+    whichever thread asks.
+
+    The connection is opened again when the index file is replaced (deleted, or repaired by
+    another process): its inode changes, and the inode of a file held open cannot be reused.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="om-index")
+        self._conn: sqlite3.Connection | None = None
+        self._file: tuple[int, int] | None = None
+
+    def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(conn)`` on the kept connection; damage is repaired as ``using_index`` does."""
+        return self._thread.submit(self._run, work).result()
+
+    def close(self) -> None:
+        """Close the connection and stop the thread (a later ``run`` raises ``RuntimeError``)."""
+        self._thread.submit(self._close).result()
+        self._thread.shutdown()
+
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self._connection()
+        try:
+            return work(conn)
+        except (sqlite3.Error, IndexError_):
+            # Damage, a busy index, a file swapped underneath: the one-shot path reports or
+            # repairs each case, and this connection is not trusted again.
+            self._close()
+        return using_index(self.path, work)
+
+    def _connection(self) -> sqlite3.Connection:
+        before = _file_identity(self.path)
+        if self._conn is not None and before is not None and before == self._file:
+            return self._conn
+        self._close()
+        conn = open_index(self.path)
+        after = _file_identity(self.path)
+        # A file swapped while it was being opened leaves no identity: the next call reopens.
+        self._conn, self._file = conn, after if before in (None, after) else None
+        return conn
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        self._conn, self._file = None, None
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 def get_entries(store: MemoryStore, ids: Iterable[str]) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -182,8 +182,16 @@ class VectorStore:
         """
         return self.rank_vector(self.embedder.embed([query])[0], limit)
 
-    def rank_vector(self, query: npt.NDArray[np.float32], limit: int) -> list[tuple[int, float]]:
-        """``rank`` for a query already embedded by this store's embedder."""
+    def rank_vector(
+        self,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        among: Collection[int] | None = None,
+    ) -> list[tuple[int, float]]:
+        """``rank`` for a query already embedded by this store's embedder.
+
+        ``among``, when given, holds the only entry rowids that may be ranked (search filters).
+        """
         import numpy as np
 
         snap = self._loaded()
@@ -191,8 +199,13 @@ class VectorStore:
             return []
         rowids, matrix = snap.rowids, snap.matrix
         scores = matrix @ query
-        # lexsort's last key is the primary one: best score first, then lower rowid.
-        order = np.lexsort((np.arange(len(rowids)), -scores))[:limit]
+        positions = np.arange(len(rowids))
+        if among is not None:
+            wanted = np.fromiter(among, dtype=np.int64, count=len(among))
+            positions = np.flatnonzero(np.isin(np.asarray(rowids, dtype=np.int64), wanted))
+        # lexsort's last key is the primary one: best score first, then lower rowid (positions
+        # ascend with rowids).
+        order = positions[np.lexsort((positions, -scores[positions]))[:limit]]
         return [(rowids[int(i)], float(scores[int(i)])) for i in order]
 
     def unembedded(self) -> int:

@@ -27,7 +27,11 @@ from obsmem.demo import prepare
 from obsmem.errors import UsageError
 from obsmem.mcp import check_host, is_loopback, resolve_token
 from obsmem.mcp.server import build_server
-from obsmem.memory.store import MemoryStore
+from obsmem.memory.store import MemoryStore, new_observation
+from obsmem.search import vectors
+from obsmem.search.indexing import embed_index
+from obsmem.search.vectors import VectorStore
+from obsmem.settings import load_settings
 
 TOOLS = {"search", "get", "timeline", "context", "remember"}
 
@@ -273,3 +277,44 @@ def test_non_loopback_hosts_are_refused_unless_allowed() -> None:
     assert resolve_token("fixed") == ("fixed", False)
     first, generated = resolve_token("")
     assert generated and first != resolve_token("")[0]
+
+
+def test_search_is_hybrid_and_keeps_its_vectors_between_calls(
+    demo: MemoryStore, hybrid_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query sharing no word with the entry it means finds it, within the filters, and the
+    server reads the entries' vectors once for all its calls."""
+    for name, value in hybrid_env.items():
+        monkeypatch.setenv(name, value)
+    dog = "The user's dog is called Biscuit and loves the beach"
+    demo.add_observations([new_observation(dog, date="2026-11-27", type="fact")])
+    # Files written within the last two seconds are hashed again by every refresh (a write to
+    # the index, which drops the vector cache): age them, as a running server's memory is.
+    old = time.time() - 60
+    for path in demo.home.rglob("*"):
+        os.utime(path, (old, old))
+    embed_index(demo, load_settings())
+    loads: list[int] = []
+    read_vectors = VectorStore._matrix
+
+    def counted(self: VectorStore) -> Any:
+        loads.append(1)
+        return read_vectors(self)
+
+    monkeypatch.setattr(VectorStore, "_matrix", counted)
+    vectors.clear_cache()
+    query = "which puppy likes the seaside"
+
+    async def steps(session: ClientSession) -> Any:
+        plain = payload(await session.call_tool("search", {"query": query, "limit": 3}))
+        facts = payload(await session.call_tool("search", {"query": query, "type": "fact"}))
+        lessons = payload(await session.call_tool("search", {"query": query, "type": "lesson"}))
+        return plain, facts, lessons
+
+    plain, facts, lessons = call(demo, steps)
+    assert plain["results"][0]["text"] == dog
+    assert re.fullmatch(r"observations\.md:\d+", plain["results"][0]["citation"])
+    assert facts["results"][0]["text"] == dog
+    assert all(e["type"] == "fact" for e in facts["results"])
+    assert lessons["results"] and all(e["type"] == "lesson" for e in lessons["results"])
+    assert len(loads) == 1

@@ -13,13 +13,16 @@ from typing import Any
 
 import pytest
 
+from obsmem.demo import prepare
 from obsmem.doctor import run_checks
 from obsmem.index.db import open_index
+from obsmem.memory.model import Observation, Provenance
 from obsmem.memory.store import MemoryStore, new_observation
-from obsmem.search import search
+from obsmem.search import hybrid, search
 from obsmem.search.embeddings import Embedder
 from obsmem.search.hybrid import boost, clear_winner, fused_order, rrf_fuse
 from obsmem.search.indexing import embed_index
+from obsmem.search.recall import Filters, search_entries
 from obsmem.search.vectors import VectorStore
 from obsmem.settings import load_settings
 
@@ -206,3 +209,150 @@ def test_hybrid_keeps_a_clear_keyword_winner_first(
     hits = search(store, "PostgreSQL", settings=load_settings(hybrid_env))
     assert "PostgreSQL" in hits[0].text
     assert len(hits) == 3  # the vector ranking brings in every entry
+
+
+# -- filters: one search path, hybrid inside the filters ---------------------------------------
+
+PUPPY = "which puppy likes the seaside"  # shares no word with the entry it means
+
+
+def _projects_memory(store: MemoryStore) -> MemoryStore:
+    """Pets and engineering in two projects and two months; only the dog entry is about dogs."""
+
+    def obs(text: str, day: str, type_: str, importance: float, project: str) -> Observation:
+        prov = Provenance(path=f"/t/{project}.jsonl", line_start=1, line_end=1, project=project)
+        return new_observation(text, date=day, type=type_, importance=importance, provenance=prov)
+
+    store.ensure()
+    store.add_observations(
+        [
+            obs("The user's dog is called Biscuit and loves the beach", "2026-01-06", "fact",
+                0.5, "home"),
+            obs("Chose PostgreSQL over MySQL for the billing service", "2026-01-05", "decision",
+                0.9, "atlas"),
+            obs("Deploys go through GitHub Actions on every tag", "2026-01-07", "decision",
+                0.6, "atlas"),
+            obs("Our cat Miso naps on the warm laptop keyboard", "2026-02-10", "fact", 0.3,
+                "other"),
+            obs("The goldfish tank gets a new water pump in spring", "2026-02-12", "task", 0.8,
+                "home"),
+            obs("Rotate the signing keys before the release freeze", "2026-02-14", "task", 0.9,
+                "atlas"),
+        ]
+    )  # fmt: skip
+    return store
+
+
+@pytest.mark.parametrize(
+    ("filters", "keeps"),
+    [
+        (Filters(project="other"), lambda e: e["provenance"]["project"] == "other"),
+        (Filters(since="2026-02-01"), lambda e: e["date"] >= "2026-02-01"),
+        (Filters(until="2026-01-05"), lambda e: e["date"] <= "2026-01-05"),
+        (Filters(type="decision"), lambda e: e["type"] == "decision"),
+        (Filters(min_importance=0.7), lambda e: e["importance"] >= 0.7),
+        (
+            Filters(project="home", type="task"),
+            lambda e: e["type"] == "task" and e["provenance"]["project"] == "home",
+        ),
+    ],
+)
+def test_filtered_hybrid_never_returns_an_entry_outside_the_filters(
+    store: MemoryStore, hybrid_env: dict[str, str], filters: Filters, keeps: Any
+) -> None:
+    _projects_memory(store)
+    settings = load_settings(hybrid_env)
+    embed_index(store, settings)
+    # Unfiltered, the vector ranking brings in every entry, the dog first.
+    everything = search_entries(store, PUPPY, settings=settings)
+    assert len(everything) == 6 and "Biscuit" in everything[0]["text"]
+    found = search_entries(store, PUPPY, filters=filters, settings=settings)
+    assert found, "the vector side finds the entries inside the filters"
+    assert all(keeps(entry) for entry in found)
+    assert len(found) == sum(1 for entry in everything if keeps(entry))
+
+
+def test_filtered_hybrid_finds_an_entry_by_meaning_alone(
+    store: MemoryStore, hybrid_env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _projects_memory(store)
+    settings = load_settings(hybrid_env)
+    embed_index(store, settings)
+    home = Filters(project="home")
+    bm25 = load_settings({"OM_SEARCH_BACKEND": "bm25"})
+    assert search_entries(store, PUPPY, filters=home, settings=bm25) == []
+    found = search_entries(store, PUPPY, filters=home, settings=settings)
+    first = found[0]
+    assert "Biscuit" in first["text"] and first["rank"] == 1 and first["score"] > 0
+    assert first["citation"] == f"observations.md:{first['line']}"
+    assert first["provenance"]["source_path"] == "/t/home.jsonl"
+    assert [e["provenance"]["project"] for e in found] == ["home", "home"]
+    assert capsys.readouterr().err == ""
+
+
+def test_a_keyword_winner_inside_the_filters_stays_first(
+    store: MemoryStore, hybrid_env: dict[str, str]
+) -> None:
+    _projects_memory(store)
+    settings = load_settings(hybrid_env)
+    embed_index(store, settings)
+    found = search_entries(
+        store, "signing keys", filters=Filters(project="atlas"), settings=settings
+    )
+    assert "signing keys" in found[0]["text"]
+    assert {e["provenance"]["project"] for e in found} == {"atlas"}
+
+
+@pytest.mark.parametrize("rounds", [(1,), (4, 16, 64)])
+def test_filtered_vector_candidates_are_the_best_that_pass(
+    store: MemoryStore,
+    hybrid_env: dict[str, str],
+    embedder: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+    rounds: tuple[int, ...],
+) -> None:
+    """Whether enough of the best candidates pass the filters (the default rounds test every
+    entry here) or too few do and only the entries the filters keep are ranked (one round of
+    the pool alone), the answer is the same."""
+    _projects_memory(store)
+    embed_index(store, load_settings(hybrid_env))
+    monkeypatch.setattr(hybrid, "FILTER_ROUNDS", rounds)
+    asked: list[bool] = []
+    original = VectorStore.rank_vector
+
+    def spy(self: VectorStore, query: Any, limit: int, among: Any = None) -> Any:
+        asked.append(among is not None)
+        return original(self, query, limit, among)
+
+    monkeypatch.setattr(VectorStore, "rank_vector", spy)
+    conn = open_index(store.index_path)
+    try:
+        vectors = VectorStore(conn, embedder)
+        query = embedder.embed([PUPPY])[0]
+        decisions = {
+            int(r) for (r,) in conn.execute("SELECT rowid FROM entries WHERE type = 'decision'")
+        }
+        expected = [pair for pair in vectors.rank_vector(query, 100) if pair[0] in decisions]
+        asked.clear()
+        ranked = hybrid._filtered_ranking(conn, vectors, query, 2, Filters(type="decision").sql())
+    finally:
+        conn.close()
+    assert ranked == expected[:2] and len(ranked) == 2
+    assert asked == ([False, True] if rounds == (1,) else [False])
+
+
+@pytest.mark.parametrize("backend", ["bm25", "hybrid"])
+def test_search_entries_without_filters_is_search(
+    tmp_path: Path, hybrid_env: dict[str, str], backend: str
+) -> None:
+    store = prepare(tmp_path / "memory", agents_dir=tmp_path / "agents", transcripts=False).store
+    _projects_memory(store)
+    settings = load_settings({**hybrid_env, "OM_SEARCH_BACKEND": backend})
+    embed_index(store, settings)
+    for query in (PUPPY, "redis workers", "database", "what did we decide about deploys"):
+        hits = search(store, query, settings=settings)
+        entries = search_entries(store, query, filters=Filters(), settings=settings)
+        assert hits or (backend == "bm25" and query == PUPPY), query
+        assert [(e["id"], e["file"], e["line"], e["rank"], e["score"]) for e in entries] == [
+            (h.id, h.file, h.line, h.rank, h.score) for h in hits
+        ]

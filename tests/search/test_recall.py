@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from obsmem.cli import cli
 from obsmem.errors import NotFound, UsageError
+from obsmem.index.db import remove_index_files
 from obsmem.memory.model import Provenance
 from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.search.excerpt import MAX_LINE_CHARS, MAX_LINES
-from obsmem.search.recall import Filters, get_entries, search_entries, show, timeline
+from obsmem.search.recall import (
+    Filters,
+    KeptIndex,
+    get_entries,
+    search_entries,
+    show,
+    timeline,
+)
 
 SECRET = "sk-ant-api03-" + "Q" * 40 + "xyz"
 PASSWORD = "hunter2-very-secret"
@@ -206,3 +216,37 @@ def test_om_show_prints_entry_and_excerpt(cited: tuple, monkeypatch: pytest.Monk
     assert json.loads(as_json.stdout)["excerpt"]["lines"][0]["line"] == 2
     missing = CliRunner().invoke(cli, ["show", "nope"])
     assert missing.exit_code == 2 and "no memory entry" in missing.stderr
+
+
+def test_kept_index_keeps_one_connection_across_calls_and_threads(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from obsmem.search import recall
+
+    opened: list[Path] = []
+    real_open = recall.open_index
+
+    def counting_open(path: Path) -> Any:
+        opened.append(path)
+        return real_open(path)
+
+    monkeypatch.setattr(recall, "open_index", counting_open)
+    store.add_observations([new_observation("Chose PostgreSQL for billing", date="2026-02-10")])
+    kept = KeptIndex(store.index_path)
+    try:
+        assert search_entries(store, "postgresql", index=kept)
+        # A call from another thread runs on the same connection (on the kept one's thread).
+        with ThreadPoolExecutor(max_workers=1) as other:
+            assert other.submit(search_entries, store, "billing", index=kept).result()
+        assert len(opened) == 1
+        # A line written meanwhile is found: each call still refreshes the index first.
+        store.add_observations([new_observation("Redis holds the job queue", date="2026-02-11")])
+        assert search_entries(store, "redis", index=kept)[0]["text"] == "Redis holds the job queue"
+        assert len(opened) == 1
+        # The index file deleted (or replaced by a repair): a new connection to the new file.
+        remove_index_files(store.index_path)
+        assert search_entries(store, "redis", index=kept)
+        assert search_entries(store, "redis", index=kept)
+        assert len(opened) == 2
+    finally:
+        kept.close()

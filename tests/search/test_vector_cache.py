@@ -126,3 +126,20 @@ def test_cache_is_dropped_when_entries_change(
     finally:
         conn.close()
         writer.close()
+
+
+def test_rank_among_ranks_only_the_given_entries(memory: MemoryStore) -> None:
+    embedder = CountingEmbedder()
+    conn = open_index(memory.index_path)
+    try:
+        refresh(memory, conn)
+        store = VectorStore(conn, embedder)
+        store.sync()
+        full = store.rank("topic 1", 100)
+        among = {rowid for rowid, _ in full[1::2]}
+        query = embedder.embed(["topic 1"])[0]
+        assert store.rank_vector(query, 2, among=among) == [p for p in full if p[0] in among][:2]
+        assert store.rank_vector(query, 10, among={full[0][0], 10_000}) == full[:1]
+        assert store.rank_vector(query, 10, among=set()) == []
+    finally:
+        conn.close()
