@@ -11,6 +11,7 @@ import contextlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from obsmem.errors import OmError
@@ -18,7 +19,7 @@ from obsmem.memory.atomic import stray_temp_files
 from obsmem.memory.ledger import read_ledger
 from obsmem.memory.sections import parse_sections
 from obsmem.memory.store import MemoryStore
-from obsmem.settings import load_settings
+from obsmem.settings import Settings, load_settings
 
 __all__ = ["Check", "run_checks"]
 
@@ -168,25 +169,97 @@ def _check_index(store: MemoryStore) -> Check:
     )
 
 
-def _check_search_backend(environ: Mapping[str, str] | None) -> Check:
-    """Which search backend ``om search`` uses and why; no model is loaded (that takes seconds)."""
-    from obsmem.search.embeddings import backend_status
+def _check_search_backend(store: MemoryStore, environ: Mapping[str, str] | None) -> list[Check]:
+    """The search backend and why, the reranker, and entries missing a vector.
+
+    No embedding model is loaded (that takes seconds); a reranker is loaded only from a local
+    folder, never downloaded.
+    """
+    from obsmem.search.embeddings import backend_status, hybrid_expected
 
     try:
         settings = load_settings(environ)
     except OmError as exc:
-        return Check("search backend", "fail", exc.message, exc.hint or "")
+        return [Check("search backend", "fail", exc.message, exc.hint or "")]
     kind, reason = backend_status(settings)
     if kind == "hybrid":
-        return Check("search backend", "ok", f"hybrid: BM25 + embeddings ({reason})")
-    if settings.search_backend == "hybrid":
+        backend = Check("search backend", "ok", f"hybrid: BM25 + embeddings ({reason})")
+    elif hybrid_expected(settings):
+        if settings.embed_provider == "openai-compatible" and "not installed" in reason:
+            fix = "run: pip install 'obsmem[semantic,llm]' (numpy and the openai SDK)"
+        elif settings.embed_provider == "openai-compatible":
+            fix = (
+                "set OM_EMBED_BASE_URL to the server's URL ending in /v1 (Ollama: "
+                "http://localhost:11434/v1), or OM_EMBED_API_KEY for api.openai.com"
+            )
+        else:
+            fix = "pip install 'obsmem[semantic]' and set OM_EMBED_MODEL_PATH to a model folder"
+        detail = f"OM_SEARCH_BACKEND={settings.search_backend} but BM25 only: {reason}"
+        backend = Check("search backend", "warn", detail, fix)
+    else:
+        backend = Check("search backend", "ok", f"BM25 only ({reason})")
+    checks = [backend, _check_reranker(settings)]
+    if kind == "hybrid" and store.index_path.exists():
+        checks.append(_check_vectors(store, settings))
+    return checks
+
+
+def _check_reranker(settings: Settings) -> Check:
+    from obsmem.search import rerank
+    from obsmem.search.embeddings import fastembed_installed
+
+    model = settings.rerank_model
+    if not model:
+        return Check("reranker", "ok", "off (OM_RERANK_MODEL is empty)")
+    failed = f"OM_RERANK_MODEL={model} is set but results keep their fused order"
+    if not fastembed_installed():
         return Check(
-            "search backend",
+            "reranker",
             "warn",
-            f"OM_SEARCH_BACKEND=hybrid but BM25 only: {reason}",
-            "pip install 'obsmem[semantic]' and set OM_EMBED_MODEL_PATH to a model folder",
+            f"{failed}: fastembed is not installed",
+            "run: pip install 'obsmem[semantic]'",
         )
-    return Check("search backend", "ok", f"BM25 only ({reason})")
+    if not settings.rerank_model_path:
+        # Loading would download the model: say where it comes from instead.
+        return Check("reranker", "ok", f"{model} from fastembed's cache (downloaded on first use)")
+    path = Path(settings.rerank_model_path).expanduser()
+    fix = "set OM_RERANK_MODEL_PATH to a folder holding the cross-encoder's ONNX graph, "
+    fix += "tokenizer.json and config.json, or empty OM_RERANK_MODEL to turn reranking off"
+    problem = rerank.rerank_folder_problem(path)
+    if problem:
+        return Check("reranker", "warn", f"{failed}: {problem}", fix)
+    try:
+        rerank.FastEmbedReranker(model, path)
+    except Exception as exc:  # fastembed and onnxruntime raise many kinds; report, never crash
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return Check("reranker", "warn", f"{failed}: cannot load it: {detail}", fix)
+    return Check("reranker", "ok", f"{model} from {path} (loads)")
+
+
+def _check_vectors(store: MemoryStore, settings: Settings) -> Check:
+    """Entries with no vector under the current model are found by keyword only."""
+    from obsmem.index.db import using_index
+    from obsmem.search.embeddings import embed_model_name
+    from obsmem.search.endpoint import endpoint_name
+    from obsmem.search.vectors import count_unembedded
+
+    model = embed_model_name(settings)
+    if settings.embed_provider == "openai-compatible":
+        model = endpoint_name(model, settings.embed_base_url)
+    try:
+        missing, total = using_index(
+            store.index_path, lambda conn: count_unembedded(conn, model), check=False
+        )
+    except OmError as exc:
+        return Check("embeddings", "fail", exc.message, exc.hint or "run: om reindex")
+    if missing:
+        return Check(
+            "embeddings",
+            "warn",
+            f"{missing} of {total} entries have no vector under {model}: found by keyword only",
+            "run: om reindex",
+        )
+    return Check("embeddings", "ok", f"all {total} entries have a vector under {model}")
 
 
 def _check_provider(environ: Mapping[str, str] | None) -> Check:
@@ -217,7 +290,7 @@ def run_checks(
         lambda: _check_temp_files(store),
         lambda: _check_ledger(store),
         lambda: _check_index(store),
-        lambda: _check_search_backend(environ),
+        lambda: _check_search_backend(store, environ),
         lambda: _check_integrations(environ),
     ]
     if validate_key:

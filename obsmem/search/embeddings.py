@@ -51,6 +51,7 @@ __all__ = [
     "FastEmbedEmbedder",
     "backend_status",
     "embed_model_name",
+    "hybrid_expected",
     "load_embedder",
     "notice",
     "packaged_model_folder",
@@ -335,6 +336,16 @@ def load_embedder(settings: Settings) -> Embedder:
     return embedder
 
 
+def hybrid_expected(settings: Settings) -> bool:
+    """True when the settings ask for embeddings: ``hybrid``, or ``auto`` with a model folder or
+    an endpoint configured. BM25 is then a fallback worth reporting; for ``auto`` with nothing
+    configured it is the documented default."""
+    return settings.search_backend == "hybrid" or (
+        settings.search_backend == "auto"
+        and bool(settings.embed_model_path or settings.embed_provider != "fastembed")
+    )
+
+
 def resolve_backend(settings: Settings) -> Backend:
     """Decide between hybrid and BM25 for ``settings``; load the model when hybrid is possible.
 
@@ -343,11 +354,7 @@ def resolve_backend(settings: Settings) -> Backend:
     """
     kind, reason = backend_status(settings)
     if kind == "bm25":
-        # Silent only for ``auto`` with nothing configured: that is the documented default.
-        if settings.search_backend == "hybrid" or (
-            settings.search_backend == "auto"
-            and (settings.embed_model_path or settings.embed_provider != "fastembed")
-        ):
+        if hybrid_expected(settings):
             notice(f"hybrid search unavailable ({reason}); using BM25 only")
         return Backend("bm25", reason)
     try:

@@ -60,16 +60,12 @@ def update_vectors(conn: sqlite3.Connection, settings: Settings | None = None) -
     Raises ``SettingsError`` when the embedder cannot be loaded, ``ProviderError`` when an
     endpoint fails and ``IndexError_`` when the vectors cannot be stored.
     """
-    from obsmem.search.embeddings import backend_status, load_embedder
+    from obsmem.search.embeddings import backend_status, hybrid_expected, load_embedder
 
     settings = settings or load_settings()
     kind, reason = backend_status(settings)
     if kind == "bm25":
-        configured = settings.search_backend == "hybrid" or (
-            settings.search_backend == "auto"
-            and (settings.embed_model_path or settings.embed_provider != "fastembed")
-        )
-        if configured:
+        if hybrid_expected(settings):
             raise SettingsError(f"no embeddings: {reason}", "see `om doctor`")
         return VectorReport(None, reason=reason)
     embedder = load_embedder(settings)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from obsmem.search.embeddings import Embedder
 
-__all__ = ["VectorStore", "clear_cache", "embed_text", "text_hash"]
+__all__ = ["VectorStore", "clear_cache", "count_unembedded", "embed_text", "text_hash"]
 
 #: Texts embedded per model call and per write transaction while catching up.
 _BATCH = 256
@@ -69,6 +69,27 @@ def embed_text(section: str | None, text: str) -> str:
 def text_hash(text: str) -> str:
     """The key a vector is stored under: SHA-256 (hex) of the embedded text."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def count_unembedded(conn: sqlite3.Connection, model: str) -> tuple[int, int]:
+    """(entries with no vector under ``model``, entries that should have one), without loading
+    the model or any vector (``om doctor``): SQLite hashes each entry's text and looks it up.
+    A vector of the wrong dimension counts as present here."""
+    conn.create_function(
+        "om_text_hash",
+        2,
+        lambda section, text: text_hash(embed_text(section, str(text))),
+        deterministic=True,
+    )
+    missing, total = conn.execute(
+        f"""SELECT coalesce(sum(NOT EXISTS (
+                SELECT 1 FROM vectors AS v
+                WHERE v.hash = om_text_hash(w.section, w.text) AND v.model = ?)), 0),
+            count(*)
+            FROM ({_ENTRIES_SQL}) AS w""",
+        (model,),
+    ).fetchone()
+    return int(missing), int(total)
 
 
 @dataclass
