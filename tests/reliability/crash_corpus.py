@@ -172,23 +172,11 @@ class Transcripts:
             agent = "claude" if index < claude else "codex"
             session = f"{number:04d}aaaa-5b8a-4e6f-9a2d-1c4b7e8f{number:04d}"
             if agent == "claude":
-                path = (
-                    self.root
-                    / "claude"
-                    / "projects"
-                    / f"-home-dev-p{number % 5}"
-                    / (f"{session}.jsonl")
-                )
+                folder = self.root / "claude" / "projects" / f"-home-dev-p{number % 5}"
+                path = folder / f"{session}.jsonl"
             else:
-                path = (
-                    self.root
-                    / "codex"
-                    / "sessions"
-                    / "2026"
-                    / "11"
-                    / "28"
-                    / (f"rollout-2026-11-28T10-00-00-{session}.jsonl")
-                )
+                folder = self.root / "codex" / "sessions" / "2026" / "11" / "28"
+                path = folder / f"rollout-2026-11-28T10-00-00-{session}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
             item = Transcript(path, agent, number, session)
             self.files.append(item)
@@ -241,9 +229,10 @@ class Transcripts:
         first = item.lines + offset + 1
         if item.agent == "claude":
             out = [
-                _claude(item, "user", {"role": "user", "content": user}),
+                _claude(item, token, "user", {"role": "user", "content": user}),
                 _claude(
                     item,
+                    token,
                     "assistant",
                     {"role": "assistant", "content": [{"type": "text", "text": reply}]},
                 ),
@@ -309,14 +298,14 @@ def _stamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
-def _claude(item: Transcript, kind: str, message: dict[str, object]) -> str:
+def _claude(item: Transcript, token: str, kind: str, message: dict[str, object]) -> str:
     item.moment += timedelta(seconds=1)
     return json.dumps(
         {
             "type": kind,
             "sessionId": item.session,
             "cwd": f"/home/dev/p{item.number % 5}",
-            "uuid": f"{item.session}-{item.lines}-{kind}",
+            "uuid": f"{item.session}-{token}-{kind}",
             "timestamp": _stamp(item.moment),
             "message": message,
         }
@@ -403,6 +392,9 @@ def cursor_problems(
     out: list[str] = []
     with CaptureState(store.state_db_path) as state:
         cursors = state.cursors()
+    by_path: dict[Path, list[Message]] = {}
+    for message in transcripts.messages.values():
+        by_path.setdefault(message.path, []).append(message)
     for item in transcripts.files:
         cursor = cursors.get(str(item.path))
         passed = cursor.line if cursor is not None else 0
@@ -411,9 +403,7 @@ def cursor_problems(
             if cursor is None or cursor.offset != size or cursor.line != item.lines:
                 got = (cursor.offset, cursor.line) if cursor else None
                 out.append(f"{item.path.name}: cursor {got}, expected ({size}, {item.lines})")
-        for message in transcripts.messages.values():
-            if message.path != item.path:
-                continue
+        for message in by_path.get(item.path, []):
             seen = snap.tokens.get(message.token, 0)
             if message.line_end <= passed and seen == 0:
                 out.append(f"{message.token}: the cursor passed line {message.line_end} unseen")

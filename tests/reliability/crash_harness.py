@@ -57,7 +57,8 @@ class CrashReport:
     observations: int = 0
     transcripts: int = 0
     messages: int = 0
-    stray_temp_files: int = 0
+    temp_files: set[str] = field(default_factory=set)  # seen right after a kill
+    temp_files_left: int = 0  # still there at the end
 
     @property
     def total_kills(self) -> int:
@@ -74,7 +75,8 @@ class CrashReport:
                 f"  memory at the end: {self.observations} observations, "
                 f"{self.transcripts} transcripts, {self.messages} transcript messages",
                 f"  violations: {len(self.violations)}",
-                f"  stray temporary files left by kills: {self.stray_temp_files}",
+                f"  temporary files left by kills: {len(self.temp_files)} "
+                f"({self.temp_files_left} at the end: om doctor removes them once 5 minutes old)",
                 *(f"    {v}" for v in self.violations[:20]),
             ]
         )
@@ -111,6 +113,8 @@ class Campaign:
         self.report = CrashReport()
         self.estimate: dict[str, float] = {}
         self.driver_seed = 0
+        self._last: Snapshot | None = None
+        self._acknowledged: set[str] = set()
         self.sizes = (observations, claude, codex)
 
     # -- set-up -------------------------------------------------------------------------------
@@ -119,7 +123,7 @@ class Campaign:
         count, claude, codex = self.sizes
         build_memory(self.store, count, 60, self.rng)
         self.transcripts.create(claude, codex, messages=6)
-        for command in ("observe", "reflect", "reindex", "store", "observe", "reflect"):
+        for command in ("observe", "reflect", "reindex", "store"):
             argv = self._prepare(command)
             started = time.monotonic()
             done = subprocess.run(
@@ -138,7 +142,7 @@ class Campaign:
             for item in self.rng.sample(
                 self.transcripts.files, max(1, len(self.transcripts.files) // 3)
             ):
-                self.transcripts.append(item, self.rng.randint(2, 5))
+                self.transcripts.append(item, self.rng.randint(3, 10))
             return om_command("observe", "--min-new", "0")
         if command == "store":
             self.driver_seed += 1
@@ -171,8 +175,9 @@ class Campaign:
                     f"stopped at the deadline after {self.report.total_kills} kills"
                 )
                 break
-            # The driver's writes are the smallest window: give it a larger share.
-            command = self.rng.choice(("observe", "reflect", "reindex", "store", "store"))
+            # Observe (cursors, ledger, memory) and the store's writes (the smallest window) get
+            # a larger share.
+            command = self.rng.choice((*COMMANDS, "observe", "store"))
             self._round(command)
             if log is not None and self.report.total_kills > landed:
                 elapsed = time.monotonic() - started
@@ -185,22 +190,21 @@ class Campaign:
         self.report.observations = sum(final.ids.values())
         self.report.transcripts = len(self.transcripts.files)
         self.report.messages = len(self.transcripts.messages)
-        self.report.stray_temp_files = len(list(self.store.home.rglob("*.tmp")))
+        self.report.temp_files_left = len(list(self.store.home.rglob("*.tmp")))
         return self.report
 
     def _round(self, command: str) -> None:
         argv = self._prepare(command)
-        before = snapshot(self.store)
+        # What the last round's checks read is still what is on disk (transcripts and the
+        # driver's arguments change, memory does not), so it is not parsed again.
+        before = self._last if self._last is not None else snapshot(self.store)
         marks = self._marks()
         proc = subprocess.Popen(
             argv, env=self._env(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        delay = self.rng.uniform(0.05, 1.0) * self.estimate[command]
-        try:
-            proc.wait(timeout=delay)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
+        delay = self._kill_when_due(proc, command)
         out, err = proc.communicate()
+        self._last = None  # the command ran: memory may have changed
         where = f"{command} #{sum(self.report.kills.values()) + 1}"
         if proc.returncode != -signal.SIGKILL:
             self.report.finished_first[command] += 1
@@ -209,6 +213,7 @@ class Campaign:
             self.estimate[command] = max(self.estimate[command], delay)
             return
         self.report.kills[command] += 1
+        self.report.temp_files |= {p.name for p in self.store.home.rglob("*.tmp")}
         if self._marks() != marks:
             self.report.mid_write[command] += 1
         acked = {
@@ -224,6 +229,47 @@ class Campaign:
                 f"{again.stderr[-300:]}"
             )
         self._check_final(where, before, acked, argv if command == "store" else None)
+
+    def _kill_when_due(self, proc: subprocess.Popen[str], command: str) -> float:
+        """SIGKILL ``proc`` at a random moment; return how long after its start.
+
+        Half the kills land anywhere in the command's usual run time. The other half wait until
+        it starts writing (a watched file changes) and land within the second after: most of a
+        run is reading and thinking, and uniform timing alone would rarely hit a write.
+        """
+        started = time.monotonic()
+        if self.rng.random() < 0.5:
+            delay = self.rng.uniform(0.05, 1.0) * self.estimate[command]
+        else:
+            watched = self._watched()
+            while proc.poll() is None and self._watched() == watched:
+                time.sleep(0.005)
+            delay = time.monotonic() - started + self.rng.uniform(0.0, 1.0)
+        try:
+            proc.wait(timeout=max(0.0, started + delay - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+        return delay
+
+    def _watched(self) -> list[tuple[int, int]]:
+        """Size and mtime of the files every command's first write touches."""
+        out = []
+        for path in (
+            self.store.observations_path,
+            self.store.home / "reflections.md",
+            self.store.ledger_path,
+            self.store.state_db_path.with_name(self.store.state_db_path.name + "-wal"),
+            self.store.index_path,
+            self.store.index_path.with_name(self.store.index_path.name + "-wal"),
+            self.store.archive_dir / "observations",
+        ):
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                out.append((-1, -1))
+                continue
+            out.append((st.st_size, st.st_mtime_ns))
+        return out
 
     def _marks(self) -> list[tuple[str, int, int]]:
         """Size and mtime of every file of the memory directory: did the command write?"""
@@ -251,7 +297,7 @@ class Campaign:
     def _check_final(
         self, where: str, before: Snapshot, acked: set[str], driver: list[str] | None
     ) -> None:
-        now = snapshot(self.store)
+        now = self._last = snapshot(self.store)
         problems = [f"does not parse: {p}" for p in now.problems]
         problems += [f"lost ^{i}" for i in sorted(self._acknowledged - set(now.ids))]
         problems += [f"^{i} written {n} times" for i, n in sorted(now.ids.items()) if n > 1]

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 from crash_corpus import Transcripts, cursor_problems, echo_observer, om_env, snapshot, vocabulary
+from crash_harness import Campaign
 from fakes.llm_server import FakeLLMServer
+from hostile_figures import record
 
 from obsmem.doctor import run_checks
 from obsmem.memory.store import MemoryStore
@@ -111,3 +113,28 @@ def test_doctor_removes_the_temporary_files_killed_writes_leave(tmp_path: Path) 
     assert checks["temporary files"].verdict == "repaired"
     assert not stray.exists() and fresh.exists() and other.exists()
     assert {c.name: c for c in run_checks(store, env)}["temporary files"].verdict == "ok"
+
+
+def _campaign(
+    root: Path, llm: FakeLLMServer, kills: int, *, observations: int, claude: int, codex: int
+) -> None:
+    campaign = Campaign(root, observations=observations, claude=claude, codex=codex, llm=llm)
+    campaign.setup()
+    report = campaign.run(kills, deadline=time.monotonic() + 3 * 3600)
+    print(report.summary())
+    record("Crash safety", report.summary().replace("\n  ", "; ").split("\n    ")[0])
+    assert report.total_kills >= kills
+    assert report.violations == [], report.summary()
+
+
+def test_a_handful_of_kills_lose_and_duplicate_nothing(
+    tmp_path: Path, fake_llm: FakeLLMServer
+) -> None:
+    _campaign(tmp_path, fake_llm, 10, observations=600, claude=4, codex=2)
+
+
+@pytest.mark.slow
+def test_two_hundred_kills_lose_and_duplicate_nothing(
+    tmp_path: Path, fake_llm: FakeLLMServer
+) -> None:
+    _campaign(tmp_path, fake_llm, 200, observations=3000, claude=30, codex=6)
