@@ -41,7 +41,14 @@ if TYPE_CHECKING:
 
     from obsmem.search.embeddings import Embedder
 
-__all__ = ["VectorStore", "clear_cache", "count_unembedded", "embed_text", "text_hash"]
+__all__ = [
+    "VectorStore",
+    "clear_cache",
+    "count_unembedded",
+    "embed_text",
+    "text_hash",
+    "top_positions",
+]
 
 #: Texts embedded per model call and per write transaction while catching up.
 _BATCH = 256
@@ -111,6 +118,26 @@ _SNAPSHOTS: dict[str, _Snapshot] = {}
 def clear_cache() -> None:
     """Forget every cached snapshot (tests; after replacing an index file under a connection)."""
     _SNAPSHOTS.clear()
+
+
+def top_positions(
+    positions: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], limit: int
+) -> npt.NDArray[np.int64]:
+    """The ``limit`` positions with the best ``scores``, best first, ties to the lower position.
+
+    The same as a full sort, without sorting every score: a partition finds the cut and only
+    the positions scoring at least the cut (ties at the cut included) are sorted.
+    """
+    import numpy as np
+
+    negated = -scores[positions]
+    if 0 < limit < len(positions):
+        cut = np.partition(negated, limit - 1)[limit - 1]
+        keep = np.flatnonzero(negated <= cut)
+        positions, negated = positions[keep], negated[keep]
+    # lexsort's last key is the primary one: best score first, then lower position.
+    result: npt.NDArray[np.int64] = positions[np.lexsort((positions, negated))[:limit]]
+    return result
 
 
 class VectorStore:
@@ -224,9 +251,7 @@ class VectorStore:
         if among is not None:
             wanted = np.fromiter(among, dtype=np.int64, count=len(among))
             positions = np.flatnonzero(np.isin(np.asarray(rowids, dtype=np.int64), wanted))
-        # lexsort's last key is the primary one: best score first, then lower rowid (positions
-        # ascend with rowids).
-        order = positions[np.lexsort((positions, -scores[positions]))[:limit]]
+        order = top_positions(positions, scores, limit)
         return [(rowids[int(i)], float(scores[int(i)])) for i in order]
 
     def unembedded(self) -> int:
