@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from obsmem.sources.calls import call_detail, content_text, parse_args
-from obsmem.sources.jsonl import Line, Records, head_records, loads_text
+from obsmem.sources.jsonl import Line, Records, head_records, loads_text, paused_gc
 from obsmem.sources.model import ReadResult, Turn
 from obsmem.sources.normalise import clip, file_time, iso_utc, project_of
 from obsmem.sources.outcomes import (
@@ -116,9 +116,14 @@ class _Session:
         self.session: str | None = None
         self.timestamp: str | None = None
         self.cwd: str | None = None
+        self.project: str | None = None
         self.turns: list[Turn] = []
+        #: How many turns were made before the session id was known (they carry None).
+        self.unnamed: int | None = None
         self.skipped: Counter[str] = Counter()
-        self.calls: dict[str, tuple[str, str, str | None]] = {}  # id -> (name, label, command)
+        # id -> (name, detail, command); the label results quote is made from the first two
+        # only when a result needs it (most results are routine).
+        self.calls: dict[str, tuple[str, str, str | None]] = {}
         self._file_time: str | None = None
         self._file_time_known = False
         self._source = str(path)
@@ -133,12 +138,14 @@ class _Session:
             value = record.get("session_id") or record.get("id")
             if isinstance(value, str) and value:
                 self.session = value
+                self.unnamed = len(self.turns)
         if self.timestamp is None:
             self.timestamp = _time(record.get("timestamp"))
         if self.cwd is None:
             value = record.get("cwd")
             if isinstance(value, str) and value:
                 self.cwd = value
+                self.project = project_of(value)
 
     def _time(self, value: object) -> str | None:
         found = _time(value) if value is not None else None
@@ -154,7 +161,6 @@ class _Session:
             return False
         if record is not self._stamp_of:
             self._stamp_of, self._stamp = record, self._time(record.get("timestamp"))
-        cwd = self.cwd
         number = line.number
         # Positional: keyword arguments cost more, at one Turn for most lines.
         self.turns.append(
@@ -164,7 +170,7 @@ class _Session:
                 self._stamp,
                 self.session,
                 AGENT,
-                project_of(cwd) if cwd else None,
+                self.project,
                 self._source,
                 number,
                 number,
@@ -179,8 +185,8 @@ class _Session:
         role = record.get("role")
         if role == "session_meta" or record.get("type") == "session_meta":
             self.learn_meta(record)
-        elif role in ("user", "assistant"):
-            self._words(line, record, str(role))
+        elif role == "user" or role == "assistant":
+            self._words(line, record, role)
         elif role == "tool":
             self._result(line, record)
         elif role == "system":
@@ -191,16 +197,21 @@ class _Session:
             self.skipped[f"unknown role: {short(str(role), 40)}"] += 1
 
     def _words(self, line: Line, record: dict[str, Any], role: str) -> None:
-        text = content_text(record.get("content")).strip()
-        summary, text = _split_summary(text)
+        content = record.get("content")
+        text = (content if isinstance(content, str) else content_text(content)).strip()
         said = False
-        if summary:
-            said = self._turn("summary", summary, line, record)
+        if _SUMMARY_END in text:
+            summary, text = _split_summary(text)
+            if summary:
+                said = self._turn("summary", summary, line, record)
         if role == "user":
-            text = _strip_sender(text)
-        said = self._turn(role, text, line, record) or said
-        if role == "assistant":
-            said = self._calls(line, record) or said
+            if text[:1] == "[":
+                text = _strip_sender(text)
+            said = self._turn(role, text, line, record) or said
+        else:
+            said = self._turn(role, text, line, record) or said
+            if "tool_calls" in record:
+                said = self._calls(line, record) or said
         if not said:
             self.skipped["empty message"] += 1
 
@@ -223,20 +234,26 @@ class _Session:
                 command = value.strip() if isinstance(value, str) and value.strip() else None
             call_id = call.get("id") or call.get("call_id")
             if isinstance(call_id, str) and call_id:
-                label = short(f"{name} {detail}".strip(), LABEL_CHARS)
-                self.calls[call_id] = (name, label, command)
+                self.calls[call_id] = (name, detail, command)
             text = short(f"{name}: {detail}" if detail else name)
             said = self._turn("action", text, line, record) or said
         return said
 
     def _result(self, line: Line, record: dict[str, Any]) -> None:
+        content = record.get("content")
+        text = content if isinstance(content, str) else content_text(content)
+        stripped = text.lstrip()
+        if stripped[:1] == "{" and _routine_json(stripped):
+            # Most results: routine, known before looking up the call they answer.
+            self.skipped["routine tool output"] += 1
+            return
         call_id = record.get("tool_call_id")
         known = self.calls.get(call_id) if isinstance(call_id, str) else None
         name = record.get("name")
         name = name if isinstance(name, str) and name else known[0] if known else "tool"
-        label = known[1] if known else name
+        label = short(f"{known[0]} {known[1]}".strip(), LABEL_CHARS) if known else name
         command = known[2] if known else None
-        outcome = _outcome(name, label, command, content_text(record.get("content")))
+        outcome = _outcome(name, label, command, text, stripped)
         if not (outcome and self._turn("outcome", outcome, line, record)):
             self.skipped["routine tool output"] += 1
 
@@ -265,21 +282,22 @@ def _routine_json(text: str) -> bool:
     return True
 
 
-def _outcome(name: str, label: str, command: str | None, text: str) -> str | None:
-    """What a tool result says worth remembering, or None when it is routine."""
+def _outcome(name: str, label: str, command: str | None, text: str, stripped: str) -> str | None:
+    """What a tool result says worth remembering, or None when it is routine.
+
+    ``stripped`` is ``text`` without its leading whitespace, already found not routine by
+    :func:`_routine_json` when it is a JSON object.
+    """
     data: object = None
-    stripped = text.lstrip()
-    if stripped.startswith("{") and _routine_json(stripped):
-        return None
     if stripped.startswith("{"):
         try:
             data = loads_text(text)
         except (ValueError, RecursionError):
             data = None
     if not isinstance(data, dict):
-        counts = find_test_counts(text) if text else None
-        if text.lstrip().startswith(_ERROR_OPENINGS):
+        if stripped.startswith(_ERROR_OPENINGS):
             return failure_outcome(label, text)
+        counts = find_test_counts(text) if text else None
         return f"{label}: {counts}" if counts else None
     value = data.get("exit_code", data.get("returncode"))
     code = value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -324,12 +342,15 @@ def read(
         flush=flush,
         skipped=session.skipped,
     )
-    for line, record in records:
-        session.add(line, record)
+    add = session.add
+    with paused_gc():
+        for line, record in records:
+            add(line, record)
+    # Turns made before the session id was read carry None; a file without one is its stem.
+    unnamed = session.turns if session.unnamed is None else session.turns[: session.unnamed]
     name = session.session or path.stem or None
-    for turn in session.turns:
-        if turn.session is None:
-            turn.session = name
+    for turn in unnamed:
+        turn.session = name
     return ReadResult(
         session.turns, start_offset, records.end_offset, records.end_line, records.skipped
     )

@@ -234,6 +234,38 @@ def test_session_and_time_fallbacks(tmp_path: Path) -> None:
     assert hermes.read(with_cwd).turns[0].project == "app"
 
 
+def test_turns_before_the_session_line_take_its_id_but_not_its_cwd(tmp_path: Path) -> None:
+    records = [
+        {"role": "user", "content": "early"},
+        META | {"session_id": "s-late", "cwd": "/srv/app"},
+        {"role": "user", "content": "late"},
+        {"role": "session_meta", "session_id": "s-other", "cwd": "/srv/other"},
+        {"role": "user", "content": "later"},
+    ]
+    result = hermes.read(_write(tmp_path / "20260101_000000_stem.jsonl", records))
+    assert [(t.text, t.session, t.project) for t in result.turns] == [
+        ("early", "s-late", None),
+        ("late", "s-late", "app"),
+        ("later", "s-late", "app"),  # the first session line wins
+    ]
+
+
+def test_results_quote_the_call_they_answer(tmp_path: Path) -> None:
+    records = [
+        {"role": "assistant", "tool_calls": [_call("c1", "patch", path="  src/a b.py  ")]},
+        {"role": "tool", "tool_call_id": "c1", "content": json.dumps({"success": False})},
+        {"role": "tool", "tool_call_id": "c2", "name": "lint", "content": "Error: no config"},
+        {"role": "tool", "tool_call_id": "c1", "content": json.dumps({"output": "ok"})},
+    ]
+    result = hermes.read(_write(tmp_path / "s.jsonl", records))
+    assert _pairs(result) == [
+        ("action", "patch: src/a b.py"),
+        ("outcome", "patch src/a b.py failed"),
+        ("outcome", "lint failed: Error: no config"),
+    ]
+    assert result.skipped == {"routine tool output": 1}
+
+
 def test_a_later_read_still_knows_the_session(tmp_path: Path) -> None:
     path = _fixture("20250918")
     first_two = sum(len(line) for line in path.read_bytes().splitlines(keepends=True)[:2])
