@@ -63,15 +63,18 @@ def _time(value: object) -> str | None:
     ``2026-04-12T09:15:21.104228`` is taken as UTC like ``iso_utc`` does, without its slower
     general path (converting and formatting a datetime for every message).
     """
-    if isinstance(value, str) and len(value) >= 19 and value[10] == "T":
-        tail = value[19:]
-        if not tail or (tail[0] == "." and tail[1:].isdigit()):
-            head = value[:19]
-            try:
-                datetime.fromisoformat(head)
-            except ValueError:
-                return None
-            return head + "Z"
+    if (
+        isinstance(value, str)
+        and len(value) >= 19
+        and value[10] == "T"
+        and (len(value) == 19 or (value[19] == "." and value[20:].isdigit()))
+    ):
+        head = value[:19]
+        try:
+            datetime.fromisoformat(head)
+        except ValueError:
+            return None
+        return head + "Z"
     return iso_utc(value)
 
 
@@ -156,7 +159,8 @@ class _Session:
         return self._file_time
 
     def _turn(self, role: str, text: str, line: Line, record: dict[str, Any]) -> bool:
-        text = text.strip()
+        # ``text`` comes stripped: most of it already is (words, actions), so it is not stripped
+        # again here for every turn.
         if not text:
             return False
         if record is not self._stamp_of:
@@ -203,10 +207,10 @@ class _Session:
         if _SUMMARY_END in text:
             summary, text = _split_summary(text)
             if summary:
-                said = self._turn("summary", summary, line, record)
+                said = self._turn("summary", summary.strip(), line, record)
         if role == "user":
             if text[:1] == "[":
-                text = _strip_sender(text)
+                text = _strip_sender(text).strip()
             said = self._turn(role, text, line, record) or said
         else:
             said = self._turn(role, text, line, record) or said
@@ -254,7 +258,7 @@ class _Session:
         label = short(f"{known[0]} {known[1]}".strip(), LABEL_CHARS) if known else name
         command = known[2] if known else None
         outcome = _outcome(name, label, command, text, stripped)
-        if not (outcome and self._turn("outcome", outcome, line, record)):
+        if not (outcome and self._turn("outcome", outcome.strip(), line, record)):
             self.skipped["routine tool output"] += 1
 
 

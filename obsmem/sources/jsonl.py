@@ -123,6 +123,30 @@ def _decode_utf8(data: bytes) -> Any:
 _decode: Callable[[bytes], Any] = _fast_loads if _fast_loads is not None else _decode_utf8
 
 
+#: What :func:`_second_try` gives for a line neither decoder reads.
+_BROKEN = object()
+
+
+def _second_try(data: bytes, error: BaseException) -> Any:
+    """``json.loads(data)`` for a line the first decoder refused with ``error``, or ``_BROKEN``.
+
+    A line orjson ran out of in the middle of a value (cut short: the usual broken line) is not
+    tried again: all orjson read up to its end is plain JSON, which json.loads reads alike up to
+    the same end, where it fails too, only slower.
+    """
+    doc = getattr(error, "doc", None)
+    if (
+        getattr(error, "msg", None) == "unexpected end of data"
+        and isinstance(doc, str)
+        and getattr(error, "pos", None) == len(doc)
+    ):
+        return _BROKEN
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        return _BROKEN
+
+
 def _loads(data: bytes) -> Any:
     """``json.loads(data)``: the same value or error, faster for the usual line."""
     try:
@@ -249,10 +273,9 @@ class Records:
                         continue
                 try:
                     record = decode(data)
-                except (ValueError, RecursionError):
-                    try:
-                        record = json.loads(data)
-                    except (ValueError, RecursionError):
+                except (ValueError, RecursionError) as error:
+                    record = _second_try(data, error)
+                    if record is _BROKEN:
                         self.skip(line, "broken json")
                         continue
                 if not isinstance(record, dict):

@@ -6,11 +6,14 @@ Records themselves (lines, offsets, what is skipped) are checked in ``test_curso
 from __future__ import annotations
 
 import gc
+import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from obsmem.sources import hermes
 from obsmem.sources.jsonl import Records, paused_gc
@@ -63,3 +66,37 @@ def test_lines_the_fast_decoder_refuses_read_as_json_loads_reads_them(tmp_path: 
     assert math.isnan(got[0]["n"])
     assert got[1:] == [{"bom": 1}, {"wide": 1}, {"lone": "\ud800"}]
     assert records.skipped == {"broken json": 1}
+
+
+# Pieces of JSON that orjson and json.loads read differently (NaN, surrogates, huge numbers, a
+# BOM), and plain ones: whole lines and every prefix of them (lines cut short).
+_TOKENS = [
+    b"{", b"}", b"[", b"]", b",", b":", b" ", b'"k"', b'"v\\u00e9"', b'"\\ud800"',
+    b'"\xed\xa0\x80"', b'"\xc3\xa9"', b"\xc3", b"1", b"-0", b"1.5e3", b"1e999",
+    b"123456789012345678901234567890", b"NaN", b"Infinity", b"-Infinity", b"true", b"null",
+    b"\xef\xbb\xbf", b"\x00", b"\\",
+]  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=12), st.data())
+def test_a_line_is_broken_exactly_when_json_loads_cannot_read_it(
+    tmp_path_factory: pytest.TempPathFactory, tokens: list[bytes], data: st.DataObject
+) -> None:
+    whole = b"".join(tokens)
+    line = whole[: data.draw(st.integers(min_value=1, max_value=len(whole)))]
+    if b"\n" in line or not line.strip():
+        return
+    path = tmp_path_factory.mktemp("cut") / "r.jsonl"
+    path.write_bytes(line + b"\n")
+    records = Records(path)
+    got = list(records)
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        assert (got, records.skipped) == ([], {"broken json": 1})
+        return
+    if isinstance(value, dict):
+        assert len(got) == 1 and records.skipped == {}
+    else:
+        assert (got, records.skipped) == ([], {"not an object": 1})
