@@ -38,18 +38,25 @@ def chunk_turns(turns: Sequence[Turn], max_tokens: int) -> Iterator[list[Turn]]:
     """
     budget = max(200, max_tokens - PROMPT_RESERVE_TOKENS)
     chunk: list[Turn] = []
-    used = 0
+    costs: list[int] = []
     for turn in turns:
         cost = estimate_tokens(turn.text) + 12  # the turn's number, time and role
         if cost > budget:
             keep = (budget - 12) * CHARS_PER_TOKEN
             turn = Turn(**{**turn.__dict__, "text": turn.text[:keep] + " …[cut]"})
             cost = budget
-        if chunk and used + cost > budget:
-            yield chunk
-            chunk, used = [], 0
+        if chunk and sum(costs) + cost > budget:
+            # The cursor moves to the end of a chunk's last line: a chunk must not end in the
+            # middle of a line's turns, or a run stopped after it would skip the line's rest.
+            split = len(chunk)
+            while split > 0 and chunk[split - 1].byte_end == turn.byte_end:
+                split -= 1
+            if split == 0 or sum(costs[split:]) + cost > budget:
+                split = len(chunk)  # one line's turns exceed the budget: bound wins
+            yield chunk[:split]
+            chunk, costs = chunk[split:], costs[split:]
         chunk.append(turn)
-        used += cost
+        costs.append(cost)
     if chunk:
         yield chunk
 
