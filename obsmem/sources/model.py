@@ -64,3 +64,14 @@ class ReadResult:
     end_offset: int
     end_line: int
     skipped: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        # A reason can quote a record's type or role, which comes from the transcript: it goes
+        # through redaction like any other transcript text before anyone prints it.
+        if any(":" in reason for reason in self.skipped):
+            from obsmem.sources.redact import redact
+
+            cleaned: Counter[str] = Counter()
+            for reason, count in self.skipped.items():
+                cleaned[redact(reason) if ":" in reason else reason] += count
+            self.skipped = cleaned

@@ -362,3 +362,14 @@ def test_one_megabyte_of_repetitions_finishes(fragment: str) -> None:
     text = (fragment * (1_000_000 // len(fragment) + 1))[:1_000_000]
     out, _ = redact_counts(text)
     assert len(out) <= len(text) + 100_000
+
+
+def test_skip_reasons_quoting_a_record_type_are_redacted() -> None:
+    from collections import Counter
+
+    from obsmem.sources.model import ReadResult
+
+    secret = "sk-ant-api03-" + "A1b2C3d4E5f6G7h8" * 3
+    result = ReadResult([], 0, 0, 0, Counter({f"unknown type: {secret}": 2, "broken json": 1}))
+    assert not any(secret in reason for reason in result.skipped)
+    assert sum(result.skipped.values()) == 3 and result.skipped["broken json"] == 1
