@@ -88,6 +88,14 @@ def _settings_mode(environ: Mapping[str, str]) -> Check:
     from obsmem.paths import env_file
 
     path = env_file(environ)
+    folder = path.parent
+    if folder.is_dir() and folder.stat().st_mode & 0o077:
+        return Check(
+            "settings file",
+            "warn",
+            f"{folder} is open to others (mode {folder.stat().st_mode & 0o777:o})",
+            f"run: chmod 700 {folder}",
+        )
     if not path.exists():
         return Check("settings file", "ok", f"{path} not created (defaults in use)")
     mode = path.stat().st_mode & 0o777

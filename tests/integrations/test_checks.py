@@ -67,3 +67,13 @@ def test_legacy_entries_are_reported(fake_om: Path) -> None:
     check = next(c for c in integration_checks() if c.name == "original om")
     assert check.verdict == "warn" and "om install" in check.fix
     assert "session-start.sh" in check.detail or "Claude" in check.detail
+
+
+def test_a_config_folder_open_to_others_is_reported() -> None:
+    path = configure_llm("none")
+    path.parent.chmod(0o755)
+    check = next(c for c in integration_checks() if c.name == "settings file")
+    assert check.verdict == "warn" and "chmod 700" in check.fix
+    path.parent.chmod(0o700)
+    check = next(c for c in integration_checks() if c.name == "settings file")
+    assert check.verdict == "ok"
