@@ -57,7 +57,13 @@ from obsmem.reflect.facts import (
     subject_overlap,
 )
 from obsmem.reflect.reflections import RANK as _RANK
-from obsmem.reflect.reflections import Container, OmLine, ReflectionsDoc, name_key
+from obsmem.reflect.reflections import (
+    Container,
+    OmLine,
+    ReflectionsDoc,
+    name_key,
+    parse_om_line,
+)
 from obsmem.settings import Settings
 
 __all__ = [
@@ -220,9 +226,12 @@ def _reflect(
     pool = _pool(store, last, today)
     cited, moved = _already_reflected(store, before)
     for place in list(doc.places()):
-        if place.line.render() in moved:
+        if place.line.rid in moved:
             # A run was interrupted after writing this line to archive/reflections/ and before
-            # rewriting reflections.md: finish the move instead of keeping it twice.
+            # rewriting reflections.md: finish the move instead of keeping it twice. By id: that
+            # run may have merged a citation into the line before moving it, so the copy left
+            # here can differ from the archived one. A line that left never comes back under
+            # its id (its observations count as reflected).
             found = doc.find(place.line.rid)
             if found is not None:
                 doc.remove(found)
@@ -517,8 +526,8 @@ def _pool(store: MemoryStore, last: str | None, today: date) -> list[Observation
 
 def _already_reflected(store: MemoryStore, reflections: bytes) -> tuple[set[str], set[str]]:
     """Every ``^id`` in ``reflections.md`` and ``archive/reflections/`` (observations already part
-    of long-term memory: om's citations, or lines copied there by hand), and the bullet lines of
-    ``archive/reflections/`` (lines that left reflections.md for good)."""
+    of long-term memory: om's citations, or lines copied there by hand), and the ids of om's
+    lines in ``archive/reflections/`` (lines that left reflections.md for good)."""
     texts = [decode(reflections)[0]]
     moved: set[str] = set()
     folder = store.archive_dir / REFLECTIONS_ARCHIVE
@@ -526,7 +535,8 @@ def _already_reflected(store: MemoryStore, reflections: bytes) -> tuple[set[str]
         for path in sorted(folder.glob("*.md")):
             text = decode(store.read_bytes(path))[0]
             texts.append(text)
-            moved.update(body(line) for line in split_lines(text) if line.startswith("- "))
+            lines = (parse_om_line(body(x)) for x in split_lines(text) if x.startswith("- "))
+            moved.update(line.rid for line in lines if line is not None)
     return {match for text in texts for match in _ANY_ID.findall(text)}, moved
 
 

@@ -227,6 +227,9 @@ class ConcurrencyRun:
         self.report.messages = len(self.transcripts.messages)
         problems = [f"does not parse: {p}" for p in snap.problems]
         problems += [f"^{i} written {n} times" for i, n in sorted(snap.ids.items()) if n > 1]
+        problems += [
+            f"reflection ^{i} kept {n} times" for i, n in sorted(snap.reflections.items()) if n > 1
+        ]
         problems += cursor_problems(self.store, self.transcripts, snap, final=True)
         problems += doctor_failures(self.env)
         if self.llm is not None:

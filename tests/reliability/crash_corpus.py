@@ -30,6 +30,7 @@ from obsmem.memory.ledger import read_ledger
 from obsmem.memory.model import Observation, Provenance
 from obsmem.memory.sections import parse_sections
 from obsmem.memory.store import SECTION_FILES, MemoryStore, new_observation
+from obsmem.reflect.reflections import ReflectionsDoc
 from obsmem.sources.state import CaptureState
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -347,12 +348,14 @@ def echo_observer(words: list[str]) -> Reply:
 # -- invariants -------------------------------------------------------------------------------
 @dataclass
 class Snapshot:
-    """Observation ids on disk (``observations.md`` and the archive months), with counts."""
+    """Observation ids on disk (``observations.md`` and the archive months) and reflection ids
+    (``reflections.md`` and ``archive/reflections/``), with counts."""
 
     ids: Counter[str]
     tokens: Counter[str]
     by_token: dict[str, list[Observation]]
     problems: list[str]
+    reflections: Counter[str] = field(default_factory=Counter)
 
 
 def snapshot(store: MemoryStore) -> Snapshot:
@@ -376,12 +379,15 @@ def snapshot(store: MemoryStore) -> Snapshot:
     for name in SECTION_FILES:
         data = store.read_bytes(store.home / name)
         problems += [f"{name}: {issue}" for issue in parse_sections(data).issues]
+    data = store.read_bytes(store.home / "reflections.md")
+    reflections = Counter(place.line.rid for place in ReflectionsDoc(data).places())
     folder = store.archive_dir / "reflections"
     if folder.is_dir():
         for path in sorted(folder.glob("*.md")):
-            issues = store.read_observations(path).issues
-            problems += [f"{store.relative(path)}: {issue}" for issue in issues]
-    return Snapshot(ids, tokens, by_token, problems)
+            doc = store.read_observations(path)
+            problems += [f"{store.relative(path)}: {issue}" for issue in doc.issues]
+            reflections.update(doc.ids())
+    return Snapshot(ids, tokens, by_token, problems, reflections)
 
 
 def cursor_problems(

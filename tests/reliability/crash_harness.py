@@ -301,6 +301,9 @@ class Campaign:
         problems = [f"does not parse: {p}" for p in now.problems]
         problems += [f"lost ^{i}" for i in sorted(self._acknowledged - set(now.ids))]
         problems += [f"^{i} written {n} times" for i, n in sorted(now.ids.items()) if n > 1]
+        problems += [
+            f"reflection ^{i} kept {n} times" for i, n in sorted(now.reflections.items()) if n > 1
+        ]
         if driver is not None:
             from crash_driver import batch
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections import Counter
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -19,10 +21,14 @@ from crash_harness import Campaign
 from fakes.llm_server import FakeLLMServer
 from hostile_figures import record
 
+import obsmem.reflect.offline as offline_module
 from obsmem.doctor import run_checks
-from obsmem.memory.store import MemoryStore
+from obsmem.memory.model import Provenance
+from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.observe.run import run_observe
-from obsmem.settings import load_settings
+from obsmem.reflect.offline import reflect
+from obsmem.reflect.reflections import ReflectionsDoc
+from obsmem.settings import Settings, load_settings
 from obsmem.sources.capture import CaptureRun
 
 
@@ -113,6 +119,71 @@ def test_doctor_removes_the_temporary_files_killed_writes_leave(tmp_path: Path) 
     assert checks["temporary files"].verdict == "repaired"
     assert not stray.exists() and fresh.exists() and other.exists()
     assert {c.name: c for c in run_checks(store, env)}["temporary files"].verdict == "ok"
+
+
+def test_reflect_killed_after_moving_out_a_line_it_had_just_merged_keeps_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The killed run merged a new citation into a reflection line, moved the line out to
+    # archive/reflections/ and died before rewriting reflections.md. The next run recognised
+    # moved lines by their exact text, which the merge had changed: the line stayed in both.
+    store = MemoryStore(tmp_path / "mem").ensure()
+    today = date(2026, 3, 1)
+    deploys = "Deploys go out every Tuesday morning"
+
+    def observe(*items: tuple[int, str, float]) -> None:
+        store.add_observations(
+            new_observation(
+                text,
+                date=(today - timedelta(days=back)).isoformat(),
+                type="preference" if "Aerich" in text else None,
+                importance=importance,
+                provenance=Provenance(path="/t/s.jsonl"),
+            )
+            for back, text, importance in items
+        )
+
+    def run_reflect(days: int, cap: int, *, killed: bool = False) -> None:
+        nonlocal today
+        today += timedelta(days=days)
+        options = Settings(llm_provider="none", reflections_max_lines=cap)
+        if not killed:
+            reflect(store, options, today=today)
+            return
+        real = offline_module.atomic_write
+
+        def write(path: Path, data: bytes) -> None:
+            if path.name == "reflections.md":
+                raise Killed
+            real(path, data)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(offline_module, "atomic_write", write)
+            with pytest.raises(Killed):
+                reflect(store, options, today=today)
+
+    observe(
+        (0, "Uses Alembic for database migrations", 0.2),
+        (0, "User is a backend developer based in Berlin", 0.2),
+    )
+    run_reflect(1, 20, killed=True)
+    observe((8, f"{deploys} again", 0.2))
+    observe(
+        (0, "Uses Alembic for database migrations", 0.2),
+        (0, "Uses Aerich for database migrations", 0.85),
+        (0, "Prefers tabs for indentation", 0.85),
+        (0, "User is a backend developer based in Berlin", 0.2),
+        (9, deploys, 0.2),
+    )
+    run_reflect(0, 20)
+    observe((8, deploys, 0.2))
+    run_reflect(6, 20, killed=True)
+    run_reflect(0, 30)
+    doc = ReflectionsDoc(store.read_bytes(store.home / "reflections.md"))
+    rids = Counter(place.line.rid for place in doc.places())
+    for month in (store.home / "archive" / "reflections").glob("*.md"):
+        rids.update(store.read_observations(month).ids())
+    assert rids and max(rids.values()) == 1, rids
 
 
 def _campaign(
