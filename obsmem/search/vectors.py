@@ -14,6 +14,15 @@ the same step. An entry edited by hand between two updates has no vector until t
 ``rank`` leaves it out (BM25 still finds it) and ``unembedded`` counts it. Vault copies of
 observations get no vector of their own: the original is ranked instead.
 
+Large memories (``TWO_STAGE_FROM`` entries or more) are ranked in two stages, because one
+product over every full vector reads the whole matrix (150 MB at 100,000 entries), which is
+most of a warm query's time. The vectors' ``REDUCED_DIMS`` principal directions (of the stored
+vectors themselves, computed once per snapshot) give each entry a short vector; the query's
+short vector scores every entry approximately, and the best ``CANDIDATES`` (at least 20 times
+the number asked for) are scored again exactly. The exact ranking of those is the result: on
+real sentence embeddings, what the approximation keeps out of the candidates is almost never
+in the exact top (docs/architecture.md, Search). Filtered rankings (``among``) stay exact.
+
 In-process cache: a long-lived process (an MCP server) asks many queries on one open connection.
 ``sync`` and ``rank`` would otherwise re-read every entry and vector and re-hash every text per
 query. So the last state of each model is kept per process: the connection it was read on, that
@@ -42,16 +51,31 @@ if TYPE_CHECKING:
     from obsmem.search.embeddings import Embedder
 
 __all__ = [
+    "CANDIDATES",
+    "REDUCED_DIMS",
+    "TWO_STAGE_FROM",
     "VectorStore",
     "clear_cache",
     "count_unembedded",
     "embed_text",
+    "principal_directions",
     "text_hash",
     "top_positions",
+    "two_stage_top",
 ]
 
 #: Texts embedded per model call and per write transaction while catching up.
 _BATCH = 256
+
+#: From this many entries with a vector, rankings take two stages (module doc).
+TWO_STAGE_FROM = 20_000
+#: Dimensions of the short vectors of the first stage.
+REDUCED_DIMS = 96
+#: Entries the first stage passes to the exact one (at least; 20 per result asked for).
+CANDIDATES = 1000
+# The covariance that gives the principal directions is estimated on at most this many
+# vectors (evenly spaced): more adds time at every reload, not precision.
+_FIT_ROWS = 25_000
 
 # The entries that get a vector: all but the vault's copies of observations that are indexed
 # where they were written (search shows the original anyway, and the copy would double the
@@ -109,6 +133,10 @@ class _Snapshot:
     rowids: list[int] | None = None
     matrix: npt.NDArray[np.float32] | None = None
     missing: int = 0
+    # The first stage of a two-stage ranking: directions (dims x REDUCED_DIMS) and every
+    # entry's short vector, computed on first use.
+    basis: npt.NDArray[np.float32] | None = None
+    reduced: npt.NDArray[np.float32] | None = None
 
 
 # One snapshot per model name. It holds its connection so that identity checks stay sound.
@@ -138,6 +166,49 @@ def top_positions(
     # lexsort's last key is the primary one: best score first, then lower position.
     result: npt.NDArray[np.int64] = positions[np.lexsort((positions, negated))[:limit]]
     return result
+
+
+def principal_directions(
+    matrix: npt.NDArray[np.float32], dims: int
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """The ``dims`` directions that keep most of ``matrix``'s rows' inner products (the top
+    eigenvectors of its uncentred second moment, as columns) and every row projected on them.
+
+    Uncentred, because what must survive is each row's dot product with a query, not its
+    distance to the mean.
+    """
+    import numpy as np
+
+    step = max(1, len(matrix) // _FIT_ROWS)
+    sample = matrix[::step].astype(np.float64)
+    # eigh sorts eigenvalues ascending. An eigenvector's sign is arbitrary, and harmless: the
+    # approximate score multiplies the query's and the row's coordinates on the same direction.
+    vectors = np.linalg.eigh(sample.T @ sample)[1]
+    basis = np.ascontiguousarray(vectors[:, ::-1][:, :dims], dtype=np.float32)
+    return basis, np.ascontiguousarray(matrix @ basis)
+
+
+def two_stage_top(
+    matrix: npt.NDArray[np.float32],
+    basis: npt.NDArray[np.float32],
+    reduced: npt.NDArray[np.float32],
+    query: npt.NDArray[np.float32],
+    limit: int,
+    candidates: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """The ``limit`` best rows of ``matrix`` for ``query`` among the ``candidates`` best by the
+    approximate scores of ``reduced`` (``principal_directions``), best first, ties to the lower
+    row; and the scores array, exact at those rows."""
+    import numpy as np
+
+    approx = reduced @ (query @ basis)
+    if candidates < len(approx):
+        picked = np.sort(np.argpartition(-approx, candidates - 1)[:candidates])
+    else:
+        picked = np.arange(len(approx))
+    scores = np.zeros(len(approx), dtype=np.float32)
+    scores[picked] = matrix[picked] @ query
+    return top_positions(picked, scores, limit), scores
 
 
 class VectorStore:
@@ -246,6 +317,9 @@ class VectorStore:
         if not snap.rowids or snap.matrix is None:
             return []
         rowids, matrix = snap.rowids, snap.matrix
+        candidates = max(CANDIDATES, 20 * limit)
+        if among is None and len(rowids) >= TWO_STAGE_FROM and candidates < len(rowids) // 2:
+            return self._two_stage(snap, query, limit, candidates)
         scores = matrix @ query
         positions = np.arange(len(rowids))
         if among is not None:
@@ -253,6 +327,22 @@ class VectorStore:
             positions = np.flatnonzero(np.isin(np.asarray(rowids, dtype=np.int64), wanted))
         order = top_positions(positions, scores, limit)
         return [(rowids[int(i)], float(scores[int(i)])) for i in order]
+
+    def _two_stage(
+        self,
+        snap: _Snapshot,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        candidates: int,
+    ) -> list[tuple[int, float]]:
+        """``rank_vector`` over a large matrix (module doc)."""
+        assert snap.rowids is not None and snap.matrix is not None
+        if snap.basis is None or snap.reduced is None:
+            snap.basis, snap.reduced = principal_directions(snap.matrix, REDUCED_DIMS)
+        order, scores = two_stage_top(
+            snap.matrix, snap.basis, snap.reduced, query, limit, candidates
+        )
+        return [(snap.rowids[int(i)], float(scores[int(i)])) for i in order]
 
     def unembedded(self) -> int:
         """How many entries have no vector under this model (they are left out of ``rank``)."""
