@@ -2,10 +2,11 @@
 
 ``scan`` decides which files have new bytes (one ``stat`` per unchanged file, no read);
 ``read_pending`` reads those bytes through the file's reader and passes every turn through
-redaction before anything else can see it; ``CaptureRun`` claims files so that concurrent runs
-never take the same bytes, keeps the turns it reads (``OM_RAW_TURNS``, for ``om search --raw``)
-before it hands them on, and moves a file's cursor only when its caller says the turns are
-durably handed on.
+redaction before anything else can see it, the transcript's own path included (a folder can be
+named after a working directory that holds a secret); ``CaptureRun`` claims files so that
+concurrent runs never take the same bytes, keeps the turns it reads (``OM_RAW_TURNS``, for
+``om search --raw``) before it hands them on, and moves a file's cursor only when its caller says
+the turns are durably handed on.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -23,6 +25,7 @@ from obsmem.errors import UsageError
 from obsmem.sources.model import ReadResult
 from obsmem.sources.normalise import clip
 from obsmem.sources.redact import redact
+from obsmem.sources.redact_paths import redact_path
 from obsmem.sources.registry import AGENTS, detect_format, reader_for
 from obsmem.sources.state import CaptureState, Cursor, head_hash, new_owner
 
@@ -62,6 +65,11 @@ class Pending:
     start_offset: int
     start_line: int
     reason: str  # "new", "grown" or "replaced"
+
+    @cached_property
+    def shown(self) -> str:
+        """The path as om stores and prints it (redacted); ``path`` is the one to open."""
+        return redact_path(str(self.path))
 
     @property
     def new_bytes(self) -> int:
@@ -172,7 +180,7 @@ def plan_transcript(
 ) -> tuple[Pending | None, str]:
     """Plan one explicitly given transcript (``--transcript``), detecting its format if needed."""
     if not path.is_file():
-        raise UsageError(f"no such transcript file: {path}", "check the path")
+        raise UsageError(f"no such transcript file: {redact_path(str(path))}", "check the path")
     agent = source or detect_format(path)
     reader_for(agent)  # validates the name
     return plan_file(path, agent, state.cursor(str(path)), min_new=min_new, flush=flush)
@@ -181,7 +189,9 @@ def plan_transcript(
 def read_pending(pending: Pending, *, flush: bool = False) -> ReadResult:
     """Read a pending file's new turns, every one redacted and bounded before it is returned.
 
-    A file that cannot be opened gives an empty result with the reason counted in ``skipped``.
+    A turn's ``source_path`` is the file's redacted path (``Pending.shown``): everything built
+    from turns (provenance, the index, the turn store) keeps that one. A file that cannot be
+    opened gives an empty result with the reason counted in ``skipped``.
     """
     reader = reader_for(pending.agent)
     try:
@@ -200,8 +210,12 @@ def read_pending(pending: Pending, *, flush: bool = False) -> ReadResult:
             skipped=Counter({f"unreadable: {exc.strerror or exc}": 1}),
         )
     names: dict[str, str] = {}
+    shown = {str(pending.path): pending.shown}
     for turn in result.turns:
         turn.text = clip(redact(turn.text), MAX_TURN_CHARS)
+        if turn.source_path not in shown:
+            shown[turn.source_path] = redact_path(turn.source_path)
+        turn.source_path = shown[turn.source_path]
         # Names come from the transcript too (a folder, a session id): sent and written as well.
         if turn.project:
             turn.project = names.get(turn.project) or names.setdefault(
@@ -273,7 +287,7 @@ class CaptureRun:
         """
         result = read_pending(pending, flush=flush)
         if self.turns is not None:
-            replaced = str(pending.path) if pending.reason == "replaced" else None
+            replaced = pending.shown if pending.reason == "replaced" else None
             self.turns.add(result.turns, replaced=replaced)
         return result
 

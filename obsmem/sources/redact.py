@@ -396,11 +396,11 @@ def _may_hold_blob(text: str) -> bool:
     return False
 
 
-def redact_counts(text: str) -> tuple[str, Counter[str]]:
+def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
     """``text`` with every secret replaced by ``[REDACTED:<kind>]``, and how many of each kind.
 
-    Base64 blobs and data URIs are dropped and counted as ``base64`` / ``data-uri``. Applying it
-    twice changes nothing more (labels are never taken for secrets).
+    Base64 blobs (unless ``blobs`` is False) and data URIs are dropped and counted as ``base64``
+    / ``data-uri``. Applying it twice changes nothing more (labels are never taken for secrets).
     """
     counts: Counter[str] = Counter()
     if not text:
@@ -431,7 +431,7 @@ def redact_counts(text: str) -> tuple[str, Counter[str]]:
     if "://" in text:
         text = _url_passwords(text, counts)
     text = redact_assignments(text, counts, low if text is original else None)
-    if len(text) >= _BLOB_MIN and _may_hold_blob(text):
+    if blobs and len(text) >= _BLOB_MIN and _may_hold_blob(text):
         text = _base64_blobs(text, counts)
     return text, counts
 

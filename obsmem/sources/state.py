@@ -9,6 +9,11 @@ inode changed, that shrank below the cursor, or whose first bytes differ was rep
 again from the start. A cursor moves only through ``advance``, which the capture run calls after
 what the bytes produced is durably in memory, and only while its caller holds the file's lease.
 
+The cursors are keyed by a file's real path, the one that opens it, even when a secret in it
+(a folder named after a working directory) is redacted everywhere else: provenance, the index
+and the turn store keep the redacted path, and :func:`locate_transcript` finds the real file
+again from that.
+
 A lease is a row naming the run that is working on a file. ``claim`` takes it (and returns the
 cursor as of that moment) or refuses when another live run holds it; it expires after its time to
 live, or at once when its holder's process is gone, so a killed run blocks nobody for long.
@@ -20,6 +25,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import socket
 import sqlite3
 import time
@@ -32,6 +38,7 @@ from pathlib import Path
 
 from obsmem.errors import StateError
 from obsmem.memory.atomic import ensure_dir
+from obsmem.sources.redact_paths import redact_path
 
 __all__ = [
     "HEAD_BYTES",
@@ -39,6 +46,7 @@ __all__ = [
     "Cursor",
     "head_hash",
     "immediate_transaction",
+    "locate_transcript",
     "new_owner",
     "retry_locked",
 ]
@@ -189,7 +197,7 @@ def _hold(conn: sqlite3.Connection, owner: str, path: Path) -> None:
     holder = conn.execute("SELECT owner FROM leases WHERE path = ?", (str(path),)).fetchone()
     if holder is None or holder[0] != owner:
         raise StateError(
-            f"lost the lease on {path} before its cursor could move",
+            f"lost the lease on {redact_path(str(path))} before its cursor could move",
             "another om observe took it over; it will read those lines again",
         )
 
@@ -389,3 +397,39 @@ class CaptureState:
         """Give back every lease ``owner`` holds (end of a run, or after an error)."""
         with self.transaction() as conn:
             conn.execute("DELETE FROM leases WHERE owner = ?", (owner,))
+
+
+# What redaction puts in place of a secret; a stored path without one is the real path.
+_LABEL = re.compile(r"\[(?:REDACTED|dropped):[^\]]*\]")
+
+
+def locate_transcript(db_path: Path, stored: str) -> list[str]:
+    """The real paths of the transcripts whose stored (redacted) path is ``stored``.
+
+    A path with nothing redacted in it is the real one and comes back as it is, without the
+    capture state being read. Otherwise the candidates are the files the capture state has read
+    (it keeps real paths): those whose ``redact_path`` is ``stored``. Usually one; none when
+    the state does not know the file (deleted, or another machine's); several when paths differ
+    only in their secrets.
+    """
+    pieces = _LABEL.split(stored)
+    if len(pieces) == 1:
+        return [stored]
+    if not db_path.is_file():
+        return []
+    try:
+        conn = sqlite3.connect(db_path, timeout=30.0)
+        try:
+            known = [str(row[0]) for row in conn.execute("SELECT path FROM cursors")]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+    head, tail = pieces[0], pieces[-1]
+    # The text around the labels is kept as it was, so a cheap prefix and suffix test leaves
+    # only the few candidates worth redacting.
+    return sorted(
+        path
+        for path in known
+        if path.startswith(head) and path.endswith(tail) and redact_path(path) == stored
+    )
