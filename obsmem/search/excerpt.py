@@ -138,12 +138,14 @@ def read_excerpt(
     *,
     byte_start: int | None = None,
     byte_end: int | None = None,
+    real_path: str | None = None,
 ) -> Excerpt:
     """The redacted lines ``line_start..line_end`` of the transcript at ``path`` (1-based).
 
     Never raises for a missing, unreadable or changed file: the ``note`` says what happened.
     ``byte_start``/``byte_end`` (from the provenance ledger) let the read jump to the lines and
-    detect a transcript that was rewritten since.
+    detect a transcript that was rewritten since. ``real_path`` is the file to open when
+    ``path`` is the redacted one provenance keeps; only ``path`` is ever shown.
     """
     excerpt = Excerpt(path or None, line_start, line_end)
     if not path:
@@ -153,7 +155,7 @@ def read_excerpt(
         excerpt.note = "no line range was recorded for this entry"
         return excerpt
     end = line_end if line_end is not None and line_end >= line_start else line_start
-    file = Path(path)
+    file = Path(real_path or path)
     try:
         size = file.stat().st_size
         if byte_end is not None and size < byte_end:

@@ -30,7 +30,7 @@ from obsmem.index.sync import refresh as refresh_index
 from obsmem.memory.model import OBSERVATION_TYPES
 from obsmem.memory.store import MemoryStore
 from obsmem.search.bm25 import ENTRY_COLUMNS, search_rows
-from obsmem.search.excerpt import read_excerpt
+from obsmem.search.excerpt import Excerpt, read_excerpt
 from obsmem.settings import Settings
 
 __all__ = [
@@ -292,7 +292,8 @@ def show(store: MemoryStore, entry_id: str) -> dict[str, Any]:
     """One entry with the transcript lines it came from under ``excerpt``.
 
     Raises ``NotFound`` for an unknown id. A missing or changed transcript is not an error: the
-    excerpt's ``note`` says what happened.
+    excerpt's ``note`` says what happened. A transcript path kept redacted is opened through the
+    capture state's real path (``locate_transcript``); the excerpt shows the redacted one.
     """
     entries = get_entries(store, [entry_id])
     if not entries:
@@ -309,14 +310,27 @@ def show(store: MemoryStore, entry_id: str) -> dict[str, Any]:
             "note": f"{entry['kind']} entries have no transcript source recorded",
         }
         return entry
+    # Imported here: only showing a source needs the capture state, not every search.
+    from obsmem.sources.state import locate_transcript
+
     byte_start, byte_end = _ledger_bytes(store, entry["id"])
-    excerpt = read_excerpt(
-        prov["source_path"],
-        prov["line_start"],
-        prov["line_end"],
-        byte_start=byte_start,
-        byte_end=byte_end,
-    )
+    stored = prov["source_path"]
+    found = locate_transcript(store.state_db_path, stored) if stored else []
+    if len(found) > 1:
+        excerpt = Excerpt(stored, prov["line_start"], prov["line_end"])
+        excerpt.note = (
+            f"{len(found)} transcripts have the path {stored} once their secrets are redacted; "
+            "lines are not shown"
+        )
+    else:
+        excerpt = read_excerpt(
+            stored,
+            prov["line_start"],
+            prov["line_end"],
+            byte_start=byte_start,
+            byte_end=byte_end,
+            real_path=found[0] if found else None,
+        )
     entry["excerpt"] = excerpt.to_dict()
     return entry
 
