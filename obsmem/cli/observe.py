@@ -23,7 +23,7 @@ SOURCES = ("claude", "codex", "hermes", "openclaw", "claude-memory", "all")
 FORMATS = ("claude", "codex", "hermes", "openclaw", "text")
 
 
-def _skipped_line(path: Path, skipped: Counter[str]) -> str:
+def _skipped_line(path: str, skipped: Counter[str]) -> str:
     parts = ", ".join(f"{n} {reason}" for reason, n in skipped.most_common())
     return f"om: skipped {sum(skipped.values())} record(s) in {path}: {parts}"
 
@@ -37,10 +37,10 @@ def _emit_turns(items: Iterator[tuple[object, object]], as_json: bool) -> tuple[
         assert isinstance(pending, Pending) and isinstance(result, ReadResult)
         files += 1
         if result.skipped:
-            click.echo(_skipped_line(pending.path, result.skipped), err=True)
+            click.echo(_skipped_line(pending.shown, result.skipped), err=True)
         if not as_json and result.turns:
             click.echo(
-                f"\n== {pending.path} ({pending.agent}, {pending.reason}, "
+                f"\n== {pending.shown} ({pending.agent}, {pending.reason}, "
                 f"from byte {pending.start_offset}) =="
             )
         for turn in result.turns:
@@ -192,7 +192,7 @@ def _progress() -> Iterator[Callable[[int, int, Any], None]]:
     if not sys.stderr.isatty():
 
         def plain(done: int, total: int, pending: Any) -> None:
-            click.echo(f"[{done + 1}/{total}] {pending.path}", err=True)
+            click.echo(f"[{done + 1}/{total}] {pending.shown}", err=True)
 
         yield plain
         return
@@ -202,6 +202,7 @@ def _progress() -> Iterator[Callable[[int, int, Any], None]]:
         task = bar.add_task("observing", total=None)
 
         def update(done: int, total: int, pending: Any) -> None:
-            bar.update(task, completed=done, total=total, description=pending.path.name[:40])
+            name = pending.shown.rsplit("/", 1)[-1]
+            bar.update(task, completed=done, total=total, description=name[:40])
 
         yield update

@@ -105,6 +105,8 @@ def run_worker(
     and dropped: its transcript's cursor did not move, so the next checkpoint or the scheduled
     backstop observes it again.
     """
+    from obsmem.sources.redact_paths import redact_path  # log lines name transcripts as memory does
+
     report = WorkerReport()
     if max_seconds is None:
         from obsmem.settings import load_settings
@@ -127,10 +129,11 @@ def run_worker(
                         run(job)
                     except Exception as exc:  # one bad transcript must not stop the others
                         report.failed.append(job.transcript)
-                        say(f"failed {job.transcript}: {type(exc).__name__}: {exc}")
+                        say(f"failed {redact_path(job.transcript)}: {type(exc).__name__}: {exc}")
                     else:
                         report.observed.append(job.transcript)
-                        say(f"observed {job.transcript}{' (flush)' if job.flush else ''}")
+                        flush = " (flush)" if job.flush else ""
+                        say(f"observed {redact_path(job.transcript)}{flush}")
                 batch.done()
         # A hook may have queued a job after the last look and before the lock was released,
         # seeing the lock still held: look once more so that job is not stranded.

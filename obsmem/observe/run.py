@@ -128,7 +128,7 @@ def run_observe(
                     progress(number, len(found.pending), pending)
                 if report.deferred:
                     # The provider is down and the user chose to wait: leave the rest pending.
-                    report.deferred.append(str(pending.path))
+                    report.deferred.append(pending.shown)
                     continue
                 claimed = run.claim(
                     pending, flush=flush, durable=lambda ids: _in_memory(store, ids)
@@ -179,7 +179,7 @@ def _observe_file(
                 raise
             report.problems.append(str(exc))
             if settings.fallback == "defer":
-                report.deferred.append(str(pending.path))
+                report.deferred.append(pending.shown)
                 run.release(pending)  # the cursor stays after the last chunk written
                 return llm
             llm = None  # the rules observe the rest of this run
