@@ -6,11 +6,15 @@ Slack, Stripe, Google, npm, PyPI, Hugging Face, Telegram, SendGrid, JWT), and th
 their surroundings reveal (passwords, client secrets, tokens and API keys after their key, URL
 passwords, Authorization headers, private key blocks, ``<private>`` spans).
 
-A secret is carried into one of five places (:data:`PLACEMENTS`): the user's words, a tool's
-input (a shell command), a tool's output (a failing command's error), a file path, a URL. Each
-kind has the carrier a person or a tool would really write there (``DB_PASSWORD=...`` in a
-command, ``?api_key=...`` in a URL); a private key block or a ``<private>`` span has no meaning
-in a path or a URL, so those two pairs are not placed (:func:`carrier` returns None).
+A secret is carried into one of six places (:data:`PLACEMENTS`): the user's words, a tool's
+input (a shell command), a tool's output (a failing command's error), a file path, a URL, and
+the folder the transcript itself is in (a working directory that holds it: Claude Code names a
+project's folder after its working directory). Each kind has the carrier a person or a tool
+would really write there (``DB_PASSWORD=...`` in a command, ``?api_key=...`` in a URL); a
+private key block or a ``<private>`` span has no meaning in a path or a URL, so those pairs are
+not placed (:func:`carrier` returns None). Nor is a secret that only its key or its scheme
+reveals placed in a folder name: Claude Code turns every character but letters and digits into
+a dash, and ``DB-PASSWORD-...`` no longer says where the value starts; the token shapes are.
 
 :func:`needles` gives what a leak check looks for: the whole value and slices of it, so a
 secret cut short or split in two is caught as well as a whole one.
@@ -30,8 +34,9 @@ _ALNUM = string.ascii_letters + string.digits
 _B64URL = _ALNUM + "-_"
 _UPPER = string.ascii_uppercase + string.digits
 
-#: Where a secret is put: the user's words, a shell command, its output, a file path, a URL.
-PLACEMENTS = ("user text", "tool input", "tool output", "file path", "URL")
+#: Where a secret is put: the user's words, a shell command, its output, a file path, a URL, and
+#: the working directory whose folder holds the transcript.
+PLACEMENTS = ("user text", "tool input", "tool output", "file path", "URL", "transcript folder")
 
 
 def _rand(n: int, alphabet: str = _ALNUM) -> str:
@@ -165,9 +170,14 @@ def _pem(secret: Secret, label: str) -> str:
 
 def carrier(secret: Secret, placement: str, marker: str) -> str | None:
     """The text that puts ``secret`` in ``placement``, with ``marker`` (a word of its own) beside
-    it so a test can see the surrounding text arrived; None when the pair has no meaning."""
+    it so a test can see the surrounding text arrived; None when the pair has no meaning.
+
+    For ``transcript folder`` it is the session's working directory (the marker is a folder of
+    it; the session's own words carry it to the model)."""
     v, m = secret.value, marker
     style = secret.style
+    if placement == "transcript folder":
+        return f"/home/dev/{m}/{v}" if style == "shape" else None
     if style == "shape":
         return {
             "user text": f"I pasted {v} into the {m} config by mistake",

@@ -11,6 +11,7 @@ reads, web fetches), so the readers take the same paths they take on real sessio
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -293,7 +294,8 @@ def _openclaw(events: Sequence[Event], session: str, cwd: str) -> list[dict[str,
 
 
 def _claude_path(home: Path, session: str, cwd: str) -> Path:
-    return home / "projects" / cwd.replace("/", "-") / f"{session}.jsonl"
+    # Claude Code's folder name: every character but an ASCII letter or digit becomes a dash.
+    return home / "projects" / re.sub(r"[^A-Za-z0-9]", "-", cwd) / f"{session}.jsonl"
 
 
 def _codex_path(home: Path, session: str, cwd: str) -> Path:

@@ -2,7 +2,8 @@
 
 Every secret of the corpus (``hostile_secrets.py``) is put in each place it can take (the user's
 words, a shell command, a failing command's output, a file path, a URL) of one session written
-in each agent's real format (Claude Code, Codex, Hermes, OpenClaw). Then everything that reads
+in each agent's real format (Claude Code, Codex, Hermes, OpenClaw), and in the working directory
+of a Claude Code session of its own, whose folder is named after it. Then everything that reads
 transcripts or memory runs over it:
 
 - ``om observe`` with the LLM observer against the fake server, whose model copies every turn it
@@ -17,8 +18,11 @@ Then no secret, nor a slice of one, may be found in: any request the fake server
 file under the test's directories other than the agents' own transcripts (memory files, the
 ledger, the usage log, the index, the capture state and every other SQLite file, raw bytes,
 WAL included; the worker log), the full-text vocabulary of every SQLite FTS table, and anything
-printed or returned. Each placement also carries a marker word: the markers found in the
-requests prove the surrounding text arrived (so "no leak" is not "nothing was read").
+printed or returned. The one thing kept on purpose is the real path of each transcript in the
+capture state, which opens the files: those exact paths are taken out of its bytes before they
+are searched (what else it holds is searched like everything else). Each placement also carries
+a marker word: the markers found in the requests prove the surrounding text arrived (so "no
+leak" is not "nothing was read").
 """
 
 from __future__ import annotations
@@ -107,10 +111,12 @@ def _copying_model(request: RecordedRequest) -> str:
 
 @dataclass
 class Placed:
-    """The corpus put into one session: its events and the marker of each placement."""
+    """The corpus put into one session (its events) and into the working directories of
+    sessions of their own (``folders``: directory and marker), and the marker of each placement."""
 
     secrets: list[Secret]
     events: list[Event] = field(default_factory=list)
+    folders: list[tuple[str, str]] = field(default_factory=list)
     markers: dict[str, tuple[Secret, str]] = field(default_factory=dict)
 
 
@@ -132,10 +138,29 @@ def place(secrets: Sequence[Secret]) -> Placed:
                 placed.events.append(Event("shell", f"./check.sh {i}", output=text, exit_code=1))
             elif where == "file path":
                 placed.events.append(Event("read", text))
+            elif where == "transcript folder":
+                placed.folders.append((text, marker))
             else:
                 placed.events.append(Event("fetch", text))
         placed.events.append(Event("assistant", f"Step {i} is done; we decided to keep going."))
     return placed
+
+
+def write_folder_sessions(placed: Placed, home: Path) -> list[Path]:
+    """A Claude Code session in each placed working directory: the marker in its words."""
+    return [
+        write_transcript(
+            "claude",
+            home,
+            [
+                Event("user", f"The {marker} service moves to Caddy; we decided that today."),
+                Event("assistant", "Noted: Caddy for that service."),
+            ],
+            cwd=cwd,
+            session=f"{n:08x}-5f1d-4d5e-8f90-a1b2c3d4e5f6",
+        )
+        for n, (cwd, marker) in enumerate(placed.folders)
+    ]
 
 
 # --- where leaks are looked for -------------------------------------------------------------------
@@ -183,11 +208,22 @@ def _fts_terms(path: Path) -> set[str]:
     return terms
 
 
-def collect_files(root: Path, evidence: Evidence, skip: set[Path]) -> int:
-    """Add every file under ``root`` (but ``skip``) to ``evidence``; return how many."""
+def collect_files(
+    root: Path, evidence: Evidence, skip: set[Path], transcripts: Sequence[Path] = ()
+) -> int:
+    """Add every file under ``root`` (but ``skip``) to ``evidence``; return how many.
+
+    The capture state's files keep the real path of each transcript (it must open them): the
+    paths of ``transcripts`` are taken out of their bytes, and only those.
+    """
+    real = sorted((str(p).encode() for p in transcripts), key=len, reverse=True)
     count = 0
     for path in _files(root, skip):
-        evidence.add(str(path.relative_to(root)), path.read_bytes())
+        data = path.read_bytes()
+        if path.name.startswith("state.sqlite3"):
+            for name in real:
+                data = data.replace(name, b"")
+        evidence.add(str(path.relative_to(root)), data)
         if path.suffix in (".sqlite3", ".db"):
             evidence.terms[str(path.relative_to(root))] = _fts_terms(path)
         count += 1
@@ -195,10 +231,15 @@ def collect_files(root: Path, evidence: Evidence, skip: set[Path]) -> int:
 
 
 def find_leaks(secrets: Sequence[Secret], evidence: Evidence) -> list[str]:
-    """Where a secret, or a slice of one, was found: ``"<place>: <kind>"`` per finding."""
+    """Where a secret, or a slice of one, was found: ``"<place>: <kind>"`` per finding.
+
+    Each slice is also looked for as a Claude Code folder name writes it (every character other
+    than a letter or digit a dash), the form a secret in a working directory takes in a path.
+    """
     found: list[str] = []
     for secret in secrets:
         wanted = needles(secret)
+        wanted += [f for f in {re.sub(rb"[^A-Za-z0-9]", b"-", n) for n in wanted} - set(wanted)]
         lowered = {n.decode().lower() for n in wanted}
         runs = {run.lower() for run in re.findall(r"[A-Za-z0-9]{10,}", own_part(secret))}
         for name, blob in evidence.blobs.items():
@@ -259,6 +300,29 @@ def _mcp(store: MemoryStore, queries: list[str], secret_text: str) -> str:
     return anyio.run(main)
 
 
+def _worker_environment(home: Path, server: FakeLLMServer) -> dict[str, str]:
+    """The environment of an ``om worker`` observing into ``home`` with the copying model."""
+    return {
+        **os.environ,
+        "OM_HOME": str(home),
+        "OM_LLM_PROVIDER": "openai-compatible",
+        "OM_LLM_BASE_URL": server.base_url_openai,
+        "OM_LLM_MODEL": "copying-model",
+    }
+
+
+def shown_source(
+    runner: CliRunner, env: dict[str, str], entry_id: str, evidence: Evidence
+) -> tuple[str, str]:
+    """``om show ID``'s source: the path line and the lines quoted under it (and the whole
+    output kept as evidence)."""
+    shown = runner.invoke(cli, ["show", entry_id], env=env)
+    evidence.add("om show output", shown.output)
+    assert shown.exit_code == 0 and "\nsource: " in shown.stdout, shown.output
+    path, _, lines = shown.stdout.split("\nsource: ", 1)[1].partition("\n")
+    return path, lines
+
+
 def _run_worker(environ: dict[str, str], transcripts: list[Path]) -> None:
     for path in transcripts:
         enqueue(Job(transcript=str(path), flush=True), environ)
@@ -291,6 +355,7 @@ def run_everything(
         write_transcript(agent, Path(os.environ[var]), placed.events)
         for agent, var in AGENT_HOME_VARS.items()
     ]
+    transcripts += write_folder_sessions(placed, Path(os.environ[AGENT_HOME_VARS["claude"]]))
     evidence = Evidence()
     runner = CliRunner()
     with FakeLLMServer(default=Reply(_copying_model)) as server:
@@ -298,7 +363,7 @@ def run_everything(
         store = MemoryStore().ensure()
         settings = _llm_settings(server)
         observed = run_observe(store, settings, source="all", flush=True)
-        assert observed.files_read == len(AGENT_HOME_VARS) and observed.chunks_llm > 0, observed
+        assert observed.files_read == len(transcripts) and observed.chunks_llm > 0, observed
         assert not observed.problems, observed.problems
         # Observing ran the missed daily reflection (the sessions are days old) through the
         # reflector model; a second reflection finds nothing new but runs the rules again.
@@ -331,25 +396,27 @@ def run_everything(
             for hit in json.loads(result.output or "[]")[:2] if result.exit_code == 0 else []:
                 shown = runner.invoke(cli, ["show", hit["id"]], env=env)
                 evidence.add("om show output", shown.output)
+        # A session in a folder named after a secret: its source is still shown.
+        for _, marker in placed.folders[:sample]:
+            result = runner.invoke(cli, ["search", marker, "--json"], env=env)
+            evidence.add("om search output", result.output)
+            cited = [h for h in json.loads(result.output) if h.get("provenance")]
+            assert result.exit_code == 0 and cited, result.output
+            path, lines = shown_source(runner, env, cited[0]["id"], evidence)
+            assert "[REDACTED:" in path and f"{marker} service" in lines, (path, lines)
         if worker:
-            worker_env = {
-                **os.environ,
-                "OM_HOME": str(root / "worker-home"),
-                "OM_LLM_PROVIDER": "openai-compatible",
-                "OM_LLM_BASE_URL": server.base_url_openai,
-                "OM_LLM_MODEL": "copying-model",
-            }
-            _run_worker(worker_env, transcripts)
+            _run_worker(_worker_environment(root / "worker-home", server), transcripts)
         requests = list(server.requests)
     for number, request in enumerate(requests):
         evidence.add(f"LLM request {number} ({request.path})", request.raw)
-    files = collect_files(root, evidence, agent_homes)
+    files = collect_files(root, evidence, agent_homes, transcripts)
     sent = b"".join(r.raw for r in requests)
     arrived = {m for m in placed.markers if m.encode() in sent}
     return {
         "secrets": len(secrets),
         "kinds": len({s.kind for s in secrets}),
         "placements": len(placed.markers),
+        "folders": len(placed.folders),
         "formats": len(AGENT_HOME_VARS),
         "arrived": len(arrived),
         "missing": sorted(
@@ -379,12 +446,14 @@ def test_a_sample_of_the_corpus_leaks_nowhere(isolated_environment: Path) -> Non
 def test_the_whole_corpus_leaks_nowhere(isolated_environment: Path) -> None:
     figures = run_everything(isolated_environment, CORPUS, worker=True, sample=10)
     _check(figures)
-    placed = figures["placements"] * figures["formats"]
+    in_sessions = figures["placements"] - figures["folders"]
+    placed = in_sessions * figures["formats"] + figures["folders"]
     record(
         "Secrets",
         f"{figures['secrets']} secrets ({figures['kinds']} kinds) x {len(PLACEMENTS)} placements "
-        f"= {figures['placements']} placed pairs, in {figures['formats']} agent formats: "
-        f"{placed} placed secrets, {len(figures['leaks'])} leaks "
+        f"= {figures['placements']} placed pairs ({in_sessions} in sessions in "
+        f"{figures['formats']} agent formats, {figures['folders']} as a Claude Code session's "
+        f"folder): {placed} placed secrets, {len(figures['leaks'])} leaks "
         f"({figures['requests']} LLM requests, {figures['files']} files scanned, "
         f"{figures['arrived']}/{figures['placements']} placements reached the model redacted)",
     )
@@ -396,41 +465,90 @@ def test_the_corpus_is_large_and_varied() -> None:
     assert len({s.kind for s in CORPUS}) >= 25
 
 
+def _checkpoint_databases(root: Path) -> None:
+    """Move every SQLite WAL's pages into its database file, so the files' bytes are final."""
+    for path in root.rglob("*.sqlite3"):
+        conn = sqlite3.connect(path)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            conn.close()
+
+
 def test_a_secret_in_the_working_directory_is_not_sent_or_written(
     isolated_environment: Path,
 ) -> None:
-    """The project's name comes from the session's folder: it is redacted like the words."""
-    token = CORPUS[7].value  # a GitHub token
-    events = [Event("user", "Let's go with Caddy for the proxy.")]
-    for agent in ("codex", "openclaw"):  # their files are not named after the folder
-        write_transcript(
-            agent,
-            Path(os.environ[AGENT_HOME_VARS[agent]]),
-            events,
-            cwd=f"/home/dev/{token}",
-            session=f"{token[:8]}-{agent}",
-        )
-    with FakeLLMServer(default=Reply('{"observations": []}')) as server:
+    """The working directory names the project, and (Claude Code) the folder of the session's
+    transcript: neither is sent, kept, shown or logged with the secret; the source still shows."""
+    secrets = [CORPUS[0], CORPUS[7]]  # an Anthropic key, a GitHub token
+    agents = ("claude", "codex", "openclaw")  # Hermes records no working directory
+    services = iter(("billing", "search", "upload", "gateway", "metrics", "mailer"))
+    transcripts = []
+    for secret in secrets:
+        for agent in agents:
+            # A service of its own in each session: no observation is a duplicate of another's.
+            service = next(services)
+            events = [
+                Event("user", f"We decided to use Caddy for the {service} proxy."),
+                Event("assistant", f"Caddy it is, for the {service} proxy."),
+            ]
+            transcripts.append(
+                write_transcript(
+                    agent,
+                    Path(os.environ[AGENT_HOME_VARS[agent]]),
+                    events,
+                    cwd=f"/home/dev/{secret.value}",
+                    session=f"{secret.value[:8]}-{agent}",
+                )
+            )
+    # The folders are named as Claude Code names them (a dash for "_" and the like).
+    assert any(
+        re.sub(r"[^A-Za-z0-9]", "-", secret.value) in str(path)
+        for path in transcripts
+        for secret in secrets
+    )
+    evidence = Evidence()
+    runner = CliRunner()
+    with FakeLLMServer(default=Reply(_copying_model)) as server:
         store = MemoryStore().ensure()
         observed = run_observe(store, _llm_settings(server), source="all", flush=True)
-        assert observed.chunks_llm == 2
-        rules = MemoryStore(isolated_environment / "rules").ensure()
-        run_observe(
-            rules,
-            load_settings({**os.environ, "OM_LLM_PROVIDER": "none"}),
-            source="all",
-            flush=True,
-        )
-        sent = b"".join(r.raw for r in server.requests)
-    assert b"[REDACTED:github]" in sent
-    evidence = Evidence()
+        assert observed.files_read == observed.chunks_llm == len(transcripts), observed
+        rules_env = {"OM_HOME": str(isolated_environment / "rules"), "OM_LLM_PROVIDER": "none"}
+        result = runner.invoke(cli, ["observe", "--flush", "--json"], env=rules_env)
+        assert result.exit_code == 0, result.output
+        evidence.add("om observe (rules) output", result.output)
+        rules = MemoryStore(isolated_environment / "rules")
+        for memory in (store, rules):
+            env = {"OM_HOME": str(memory.home)}
+            result = runner.invoke(cli, ["search", "Caddy proxy", "--json"], env=env)
+            evidence.add("om search output", result.output)
+            cited = [h for h in json.loads(result.output) if h.get("provenance")]
+            assert result.exit_code == 0 and cited, result.output
+            assert {h["provenance"]["agent"] for h in cited} == set(agents)
+            for hit in cited:
+                path, lines = shown_source(runner, env, hit["id"], evidence)
+                assert "Caddy" in lines, lines
+                if hit["provenance"]["agent"] == "claude":  # its folder is named after the cwd
+                    assert "[REDACTED:" in path, path
+            evidence.add("MCP output", _mcp(memory, ["Caddy proxy"], "nothing secret here"))
+        worker_env = _worker_environment(isolated_environment / "worker-home", server)
+        _run_worker(worker_env, transcripts)
+        requests = list(server.requests)
+    sent = b"".join(r.raw for r in requests)
+    assert b"[REDACTED:github]" in sent and b"[REDACTED:anthropic]" in sent
     evidence.add("requests", sent)
+    log = (logs_dir(worker_env) / "worker.log").read_text()
+    assert log.count("observed ") == len(transcripts) and "[REDACTED:anthropic]" in log
+    _checkpoint_databases(isolated_environment)
     homes = {Path(os.environ[var]) for var in AGENT_HOME_VARS.values()}
-    collect_files(isolated_environment, evidence, homes)
-    assert find_leaks([CORPUS[7]], evidence) == []
-    assert rules.provenance() and all(
-        p.project == "[REDACTED:github]" for p in rules.provenance().values()
-    )
+    collect_files(isolated_environment, evidence, homes, transcripts)
+    assert find_leaks(secrets, evidence) == []
+    # Kept redacted, not left out: the paths and projects are there with their labels.
+    for memory in (store, rules):
+        ledger = [p for p in memory.provenance().values() if p.path]  # not remembered ones
+        assert {p.project for p in ledger} == {"[REDACTED:anthropic]", "[REDACTED:github]"}
+        assert any("-home-dev-[REDACTED:anthropic]/" in p.path for p in ledger)
+        assert any("-home-dev-[REDACTED:github]/" in p.path for p in ledger)
 
 
 def plan_transcript_for(path: Path) -> Pending:
