@@ -37,6 +37,7 @@ from obsmem.memory.model import ParseIssue, Provenance
 from obsmem.memory.observations import parse_observations
 from obsmem.memory.sections import parse_sections
 from obsmem.memory.store import SECTION_FILES, MemoryStore
+from obsmem.sources.claude_memory import indexable_text, shown_path
 
 __all__ = [
     "RACY_WINDOW_NS",
@@ -183,15 +184,22 @@ def _scan(store: MemoryStore) -> _Scan:
         except OSError:
             continue  # vanished since it was listed: treated as removed
         files[rel] = _FileState(path, rel, kind, st.st_size, st.st_mtime_ns)
-    # Files outside the memory directory (Claude Code's auto-memory) are indexed as they are,
-    # under their absolute path; one that was deleted simply drops out and loses its rows.
+    # Files outside the memory directory (Claude Code's auto-memory) are indexed under their
+    # absolute path with its secrets redacted (a folder named after a working directory can hold
+    # one); only the stat and the read use the real path. One that was deleted drops out and
+    # loses its rows.
     for name, info in store.external_files().items():
         try:
             st = os.stat(name)
         except OSError:
             continue
-        files[name] = _FileState(Path(name), name, str(info.get("kind", "external")),
-                                 st.st_size, st.st_mtime_ns)  # fmt: skip
+        rel = shown = shown_path(name)
+        copy = 1
+        while rel in files:  # paths that differ only in their secrets: both stay searchable
+            copy += 1
+            rel = f"{shown} ({copy})"
+        files[rel] = _FileState(Path(name), rel, str(info.get("kind", "external")),
+                                st.st_size, st.st_mtime_ns)  # fmt: skip
     ledger = _signature(store.ledger_path, at_ns)
     return _Scan(files, ledger, os.path.abspath(store.home), at_ns)
 
@@ -276,7 +284,7 @@ def _parse_rows(
     # Vault pages are seeded with their own path so equal lines on two pages get distinct ids.
     seed = SECTION_FILES.get(state.rel, state.rel)
     if state.kind == "claude-memory":
-        data = blank_front_matter(data)
+        data = indexable_text(data)
     elif state.kind in ("profile", "active"):
         # Their generated blocks copy reflections and observations, which are indexed already;
         # only what people wrote there is searched from these files.
@@ -293,18 +301,6 @@ def _parse_rows(
             entry.section or None, entry.text, None, *_provenance_values(ledger.get(entry.id)),
         ))  # fmt: skip
     return rows, sections.issues
-
-
-def blank_front_matter(data: bytes) -> bytes:
-    """YAML front matter (``---`` ... ``---`` at the top) turned into empty lines, so it is not
-    indexed as text while every other line keeps its number."""
-    if not data.startswith(b"---"):
-        return data
-    lines = data.split(b"\n")
-    for end in range(1, min(len(lines), 200)):
-        if lines[end].strip() == b"---":
-            return b"\n" * (end + 1) + b"\n".join(lines[end + 1 :])
-    return data
 
 
 def _delete_rows(conn: sqlite3.Connection, rel: str) -> None:
@@ -422,7 +418,11 @@ def _apply(
             data = store.read_bytes(state.path)
         except MemoryFileError as exc:
             # Keep its old rows and leave the stat unrecorded, so the next refresh tries again.
-            report.issues.append(FileIssue(state.rel, 0, str(exc)))
+            # An external file's message names it as the index does (secrets redacted).
+            message = str(exc)
+            if os.path.isabs(state.rel):
+                message = message.replace(str(state.path), state.rel)
+            report.issues.append(FileIssue(state.rel, 0, message))
             continue
         digest = hashlib.sha256(data).hexdigest()
         mtime_ns = state.mtime_ns if state.mtime_ns <= scan.at_ns - RACY_WINDOW_NS else -1

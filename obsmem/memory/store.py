@@ -192,8 +192,9 @@ class MemoryStore:
         return self.state_dir / "external-files.json"
 
     def external_files(self) -> dict[str, dict[str, str]]:
-        """Files outside the memory directory indexed as they are (Claude Code's auto-memory):
-        ``{absolute path: {"kind": ..., "sha256": ...}}``. Unreadable lists count as empty."""
+        """Files outside the memory directory the index covers (Claude Code's auto-memory):
+        ``{absolute path: {"kind": ..., "sha256": ...}}``, by real path (to read them; the index
+        and every output name them with secrets redacted). Unreadable lists count as empty."""
         if not self.external_list_path.exists():
             return {}  # the usual case: one stat, no read
         try:
