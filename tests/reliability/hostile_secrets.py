@@ -6,10 +6,11 @@ Slack, Stripe, Google, npm, PyPI, Hugging Face, Telegram, SendGrid, JWT), and th
 their surroundings reveal (passwords, client secrets, tokens and API keys after their key, URL
 passwords, Authorization headers, private key blocks, ``<private>`` spans).
 
-A secret is carried into one of six places (:data:`PLACEMENTS`): the user's words, a tool's
-input (a shell command), a tool's output (a failing command's error), a file path, a URL, and
-the folder the transcript itself is in (a working directory that holds it: Claude Code names a
-project's folder after its working directory). Each kind has the carrier a person or a tool
+A secret is carried into one of seven places (:data:`PLACEMENTS`): the user's words, a tool's
+input (a shell command), a tool's output (a failing command's error), a file path, a URL, the
+folder the transcript itself is in (a working directory that holds it: Claude Code names a
+project's folder after its working directory), and a Claude Code auto-memory file (its text,
+and for a token shape its folder too). Each kind has the carrier a person or a tool
 would really write there (``DB_PASSWORD=...`` in a command, ``?api_key=...`` in a URL); a
 private key block or a ``<private>`` span has no meaning in a path or a URL, so those pairs are
 not placed (:func:`carrier` returns None). Nor is a secret that only its key or its scheme
@@ -27,16 +28,24 @@ import random
 import string
 from dataclasses import dataclass
 
-__all__ = ["CORPUS", "PLACEMENTS", "Secret", "carrier", "needles", "own_part"]
+__all__ = ["CORPUS", "PLACEMENTS", "Secret", "carrier", "memory_project", "needles", "own_part"]
 
 _RNG = random.Random(20261129)
 _ALNUM = string.ascii_letters + string.digits
 _B64URL = _ALNUM + "-_"
 _UPPER = string.ascii_uppercase + string.digits
 
-#: Where a secret is put: the user's words, a shell command, its output, a file path, a URL, and
-#: the working directory whose folder holds the transcript.
-PLACEMENTS = ("user text", "tool input", "tool output", "file path", "URL", "transcript folder")
+#: Where a secret is put: the user's words, a shell command, its output, a file path, a URL, the
+#: working directory whose folder holds the transcript, and an auto-memory file of Claude Code.
+PLACEMENTS = (
+    "user text",
+    "tool input",
+    "tool output",
+    "file path",
+    "URL",
+    "transcript folder",
+    "auto-memory",
+)
 
 
 def _rand(n: int, alphabet: str = _ALNUM) -> str:
@@ -173,11 +182,14 @@ def carrier(secret: Secret, placement: str, marker: str) -> str | None:
     it so a test can see the surrounding text arrived; None when the pair has no meaning.
 
     For ``transcript folder`` it is the session's working directory (the marker is a folder of
-    it; the session's own words carry it to the model)."""
+    it; the session's own words carry it to the model). For ``auto-memory`` it is the text of a
+    memory file (the user's words as a bullet), kept in the folder of :func:`memory_project`."""
     v, m = secret.value, marker
     style = secret.style
     if placement == "transcript folder":
         return f"/home/dev/{m}/{v}" if style == "shape" else None
+    if placement == "auto-memory":
+        return f"# Project notes\n\n- {carrier(secret, 'user text', m)}\n- The {m} notes end here\n"
     if style == "shape":
         return {
             "user text": f"I pasted {v} into the {m} config by mistake",
@@ -225,6 +237,12 @@ def carrier(secret: Secret, placement: str, marker: str) -> str | None:
             "tool output": f"error: {m} wrote <private>{v}</private>",
         }.get(placement)
     raise ValueError(style)
+
+
+def memory_project(secret: Secret, marker: str) -> str:
+    """The working directory of the project whose auto-memory carries ``secret``: named after
+    the secret too when a folder name can carry it (a token shape)."""
+    return carrier(secret, "transcript folder", marker) or f"/home/dev/{marker}"
 
 
 def needles(secret: Secret) -> list[bytes]:

@@ -2,9 +2,10 @@
 
 Every secret of the corpus (``hostile_secrets.py``) is put in each place it can take (the user's
 words, a shell command, a failing command's output, a file path, a URL) of one session written
-in each agent's real format (Claude Code, Codex, Hermes, OpenClaw), and in the working directory
-of a Claude Code session of its own, whose folder is named after it. Then everything that reads
-transcripts or memory runs over it:
+in each agent's real format (Claude Code, Codex, Hermes, OpenClaw), in the working directory
+of a Claude Code session of its own, whose folder is named after it, and in a Claude Code
+auto-memory file (its text, and for a token shape its project's folder too). Then everything
+that reads transcripts or memory runs over it:
 
 - ``om observe`` with the LLM observer against the fake server, whose model copies every turn it
   is sent back as an observation (the worst a model can do), and again with the offline rules
@@ -18,11 +19,13 @@ Then no secret, nor a slice of one, may be found in: any request the fake server
 file under the test's directories other than the agents' own transcripts (memory files, the
 ledger, the usage log, the index, the capture state and every other SQLite file, raw bytes,
 WAL included; the worker log), the full-text vocabulary of every SQLite FTS table, and anything
-printed or returned. The one thing kept on purpose is the real path of each transcript in the
-capture state, which opens the files: those exact paths are taken out of its bytes before they
-are searched (what else it holds is searched like everything else). Each placement also carries
-a marker word: the markers found in the requests prove the surrounding text arrived (so "no
-leak" is not "nothing was read").
+printed or returned. The one thing kept on purpose is the real path of each file om reads
+again: each transcript's in the capture state, each auto-memory file's in
+``external-files.json``; those exact paths are taken out of those files' bytes before they are
+searched (what else they hold is searched like everything else). Each placement also carries a
+marker word: the markers found in the requests (for auto-memory, which skips the model: in the
+entries a search for the marker finds) prove the surrounding text arrived (so "no leak" is not
+"nothing was read").
 """
 
 from __future__ import annotations
@@ -43,7 +46,15 @@ import pytest
 from click.testing import CliRunner
 from fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
 from hostile_figures import record
-from hostile_secrets import CORPUS, PLACEMENTS, Secret, carrier, needles, own_part
+from hostile_secrets import (
+    CORPUS,
+    PLACEMENTS,
+    Secret,
+    carrier,
+    memory_project,
+    needles,
+    own_part,
+)
 from hostile_transcripts import AGENT_HOME_VARS, Event, write_transcript
 from mcp.shared.memory import create_connected_server_and_client_session
 
@@ -58,6 +69,7 @@ from obsmem.search.recall import get_entries, search_entries
 from obsmem.settings import Settings, load_settings
 from obsmem.sources import text as text_reader
 from obsmem.sources.capture import Pending, plan_file, read_pending
+from obsmem.sources.claude_memory import KIND
 from obsmem.sources.redact import redact
 
 _TURN = re.compile(r"^\[(\d+)\] \S+ \S+ \w+: (.*)$", re.MULTILINE)
@@ -111,13 +123,19 @@ def _copying_model(request: RecordedRequest) -> str:
 
 @dataclass
 class Placed:
-    """The corpus put into one session (its events) and into the working directories of
-    sessions of their own (``folders``: directory and marker), and the marker of each placement."""
+    """The corpus put into one session (its events), into the working directories of sessions
+    of their own (``folders``: directory and marker) and into auto-memory files (``memories``:
+    project directory, text and marker), and the marker of each placement."""
 
     secrets: list[Secret]
     events: list[Event] = field(default_factory=list)
     folders: list[tuple[str, str]] = field(default_factory=list)
+    memories: list[tuple[str, str, str]] = field(default_factory=list)
     markers: dict[str, tuple[Secret, str]] = field(default_factory=dict)
+
+    def memory_markers(self) -> list[str]:
+        """The markers of the auto-memory placements (they reach the index, not the model)."""
+        return [marker for _, _, marker in self.memories]
 
 
 def place(secrets: Sequence[Secret]) -> Placed:
@@ -140,6 +158,8 @@ def place(secrets: Sequence[Secret]) -> Placed:
                 placed.events.append(Event("read", text))
             elif where == "transcript folder":
                 placed.folders.append((text, marker))
+            elif where == "auto-memory":
+                placed.memories.append((memory_project(secret, marker), text, marker))
             else:
                 placed.events.append(Event("fetch", text))
         placed.events.append(Event("assistant", f"Step {i} is done; we decided to keep going."))
@@ -161,6 +181,19 @@ def write_folder_sessions(placed: Placed, home: Path) -> list[Path]:
         )
         for n, (cwd, marker) in enumerate(placed.folders)
     ]
+
+
+def write_memory_files(placed: Placed, claude_home: Path) -> list[Path]:
+    """Each placed auto-memory text as a memory file of its project, in the folder Claude Code
+    names after the project's working directory."""
+    paths = []
+    for cwd, text, marker in placed.memories:
+        folder = claude_home / "projects" / re.sub(r"[^A-Za-z0-9]", "-", cwd) / "memory"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{marker}.md"
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths
 
 
 # --- where leaks are looked for -------------------------------------------------------------------
@@ -208,19 +241,25 @@ def _fts_terms(path: Path) -> set[str]:
     return terms
 
 
+# The files that keep the real paths of the files om reads again: the capture state (each
+# transcript's) and the list of auto-memory files (each one's).
+_KEEP_REAL_PATHS = ("state.sqlite3", "external-files.json")
+
+
 def collect_files(
-    root: Path, evidence: Evidence, skip: set[Path], transcripts: Sequence[Path] = ()
+    root: Path, evidence: Evidence, skip: set[Path], read: Sequence[Path] = ()
 ) -> int:
     """Add every file under ``root`` (but ``skip``) to ``evidence``; return how many.
 
-    The capture state's files keep the real path of each transcript (it must open them): the
-    paths of ``transcripts`` are taken out of their bytes, and only those.
+    The capture state's files and ``external-files.json`` keep the real path of each file om
+    reads again (transcripts, auto-memory files): the paths of ``read`` are taken out of their
+    bytes, and only those.
     """
-    real = sorted((str(p).encode() for p in transcripts), key=len, reverse=True)
+    real = sorted((str(p).encode() for p in read), key=len, reverse=True)
     count = 0
     for path in _files(root, skip):
         data = path.read_bytes()
-        if path.name.startswith("state.sqlite3"):
+        if path.name.startswith(_KEEP_REAL_PATHS):
             for name in real:
                 data = data.replace(name, b"")
         evidence.add(str(path.relative_to(root)), data)
@@ -355,7 +394,9 @@ def run_everything(
         write_transcript(agent, Path(os.environ[var]), placed.events)
         for agent, var in AGENT_HOME_VARS.items()
     ]
-    transcripts += write_folder_sessions(placed, Path(os.environ[AGENT_HOME_VARS["claude"]]))
+    claude_home = Path(os.environ[AGENT_HOME_VARS["claude"]])
+    transcripts += write_folder_sessions(placed, claude_home)
+    memory_files = write_memory_files(placed, claude_home)
     evidence = Evidence()
     runner = CliRunner()
     with FakeLLMServer(default=Reply(_copying_model)) as server:
@@ -364,6 +405,7 @@ def run_everything(
         settings = _llm_settings(server)
         observed = run_observe(store, settings, source="all", flush=True)
         assert observed.files_read == len(transcripts) and observed.chunks_llm > 0, observed
+        assert observed.auto_memory and observed.auto_memory.files == len(memory_files)
         assert not observed.problems, observed.problems
         # Observing ran the missed daily reflection (the sessions are days old) through the
         # reflector model; a second reflection finds nothing new but runs the rules again.
@@ -381,8 +423,16 @@ def run_everything(
         rules = MemoryStore(rules_home)
         # Search and MCP, over both memories.
         queries = list(placed.markers) + [n.decode() for s in secrets for n in needles(s)]
+        indexed = set(placed.memory_markers())
         for name, memory in (("llm", store), ("rules", rules)):
             hits = [h for q in queries for h in search_entries(memory, q, limit=5)]
+            # Auto-memory skips the model: its text arrived when the index holds it.
+            indexed &= {
+                m
+                for m in placed.memory_markers()
+                for h in hits
+                if h["kind"] == KIND and m in h["text"]
+            }
             ids = list(dict.fromkeys(h["id"] for h in hits))
             evidence.add(f"search results ({name})", json.dumps(hits, ensure_ascii=False))
             entries = get_entries(memory, ids[:100])
@@ -404,19 +454,31 @@ def run_everything(
             assert result.exit_code == 0 and cited, result.output
             path, lines = shown_source(runner, env, cited[0]["id"], evidence)
             assert "[REDACTED:" in path and f"{marker} service" in lines, (path, lines)
+        # An auto-memory file in a folder named after a secret: found, under a redacted path.
+        for _, _, marker in placed.memories[:sample]:
+            result = runner.invoke(cli, ["search", marker, "--json"], env=env)
+            evidence.add("om search output", result.output)
+            kept = [h for h in json.loads(result.output) if h["kind"] == KIND]
+            assert result.exit_code == 0 and kept, result.output
+            in_folder = placed.markers[marker][0].style == "shape"  # a token shape names the folder
+            assert ("[REDACTED:" in kept[0]["file"]) == in_folder, kept[0]
+            shown = runner.invoke(cli, ["show", kept[0]["id"]], env=env)
+            evidence.add("om show output", shown.output)
         if worker:
             _run_worker(_worker_environment(root / "worker-home", server), transcripts)
         requests = list(server.requests)
     for number, request in enumerate(requests):
         evidence.add(f"LLM request {number} ({request.path})", request.raw)
-    files = collect_files(root, evidence, agent_homes, transcripts)
+    files = collect_files(root, evidence, agent_homes, [*transcripts, *memory_files])
     sent = b"".join(r.raw for r in requests)
-    arrived = {m for m in placed.markers if m.encode() in sent}
+    arrived = {m for m in placed.markers if m.encode() in sent} - set(placed.memory_markers())
+    arrived |= indexed
     return {
         "secrets": len(secrets),
         "kinds": len({s.kind for s in secrets}),
         "placements": len(placed.markers),
         "folders": len(placed.folders),
+        "memories": len(placed.memories),
         "formats": len(AGENT_HOME_VARS),
         "arrived": len(arrived),
         "missing": sorted(
@@ -446,16 +508,19 @@ def test_a_sample_of_the_corpus_leaks_nowhere(isolated_environment: Path) -> Non
 def test_the_whole_corpus_leaks_nowhere(isolated_environment: Path) -> None:
     figures = run_everything(isolated_environment, CORPUS, worker=True, sample=10)
     _check(figures)
-    in_sessions = figures["placements"] - figures["folders"]
-    placed = in_sessions * figures["formats"] + figures["folders"]
+    own = figures["folders"] + figures["memories"]  # each placed once, not in every format
+    in_sessions = figures["placements"] - own
+    placed = in_sessions * figures["formats"] + own
     record(
         "Secrets",
         f"{figures['secrets']} secrets ({figures['kinds']} kinds) x {len(PLACEMENTS)} placements "
         f"= {figures['placements']} placed pairs ({in_sessions} in sessions in "
         f"{figures['formats']} agent formats, {figures['folders']} as a Claude Code session's "
-        f"folder): {placed} placed secrets, {len(figures['leaks'])} leaks "
+        f"folder, {figures['memories']} in auto-memory files): {placed} placed secrets, "
+        f"{len(figures['leaks'])} leaks "
         f"({figures['requests']} LLM requests, {figures['files']} files scanned, "
-        f"{figures['arrived']}/{figures['placements']} placements reached the model redacted)",
+        f"{figures['arrived']}/{figures['placements']} placements reached the model, or the "
+        "index for auto-memory, redacted)",
     )
 
 
