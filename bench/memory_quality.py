@@ -529,18 +529,20 @@ def _run(cmd: list[str], env: Mapping[str, str], cwd: Path) -> subprocess.Comple
     )
 
 
-def run_session(label: Label, home: Path, om: str | None = None, provider: str = "none") -> dict[str, Any]:
+def run_session(
+    label: Label, home: Path, om: str | None = None, provider: str = "none"
+) -> dict[str, Any]:
     """Backfill, reflect and ask for the context of one session in ``home``; score the result."""
     home.mkdir(parents=True, exist_ok=True)
     placed = place_session(label, home)
     env = isolated_env(home, provider)
     om_cmd = _om_command(om)
     errors = []
-    for step in (["backfill"], ["reflect"]):
-        done = _run(om_cmd + step, env, home)
+    for step in ("backfill", "reflect"):
+        done = _run([*om_cmd, step], env, home)
         if done.returncode != 0:
-            errors.append(f"om {' '.join(step)} exited {done.returncode}: {done.stderr.strip()[-300:]}")
-    shown = _run(om_cmd + ["context", "--cwd", label.cwd], env, home)
+            errors.append(f"om {step} exited {done.returncode}: {done.stderr.strip()[-300:]}")
+    shown = _run([*om_cmd, "context", "--cwd", label.cwd], env, home)
     context = shown.stdout if shown.returncode == 0 else ""
     if shown.returncode != 0:
         errors.append(f"om context exited {shown.returncode}: {shown.stderr.strip()[-300:]}")
@@ -607,8 +609,8 @@ def render(report: Mapping[str, Any]) -> str:
         f"  unlabelled lines       {o['unlabelled_lines']}/{o['observation_lines']}",
         f"  compression            {o['compression']}x "
         f"({o['transcript_chars']} transcript chars / {o['observation_chars']} observation chars)",
-        f"  context with >= {TARGET_CONTEXT_FACTS} facts {o['context_ok_sessions']}/{o['sessions']} "
-        f"sessions   (target: every one: "
+        f"  context with >= {TARGET_CONTEXT_FACTS} facts "
+        f"{o['context_ok_sessions']}/{o['sessions']} sessions   (target: every one: "
         f"{'met' if met['context_every_session'] else 'NOT met'})",
     ]
     return "\n".join(rows)
