@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         StateError,
         UsageError,
     )
+    from obsmem.forgetting import ForgetReport, forget
     from obsmem.memory.model import Entry, Observation, Provenance
     from obsmem.memory.store import MemoryStore, new_observation
     from obsmem.settings import Settings, load_settings
@@ -42,6 +43,8 @@ _EXPORTS = {
     "SettingsError": "obsmem.errors",
     "StateError": "obsmem.errors",
     "UsageError": "obsmem.errors",
+    "ForgetReport": "obsmem.forgetting",
+    "forget": "obsmem.forgetting",
     "Entry": "obsmem.memory.model",
     "Observation": "obsmem.memory.model",
     "Provenance": "obsmem.memory.model",
@@ -54,6 +57,7 @@ _EXPORTS = {
 __all__ = [
     "BudgetExceeded",
     "Entry",
+    "ForgetReport",
     "IndexError_",
     "LockTimeout",
     "MemoryDirError",
@@ -69,6 +73,7 @@ __all__ = [
     "StateError",
     "UsageError",
     "__version__",
+    "forget",
     "load_settings",
     "new_observation",
 ]

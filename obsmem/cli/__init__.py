@@ -13,7 +13,7 @@ from typing import Any
 __all__ = ["cli", "main"]
 
 #: Modules whose import registers subcommands on ``cli``.
-COMMAND_MODULES = ("commands", "observe", "reflect", "recall", "install")
+COMMAND_MODULES = ("commands", "observe", "reflect", "recall", "install", "forget")
 
 
 def load() -> Any:

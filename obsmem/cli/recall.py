@@ -149,7 +149,7 @@ def remember(app: App, text: tuple[str, ...], obs_type: str, importance: float,
 def mcp(app: App, http: bool, host: str, port: int, allow_remote: bool) -> None:
     """Serve the memory to MCP clients (Claude Code, Codex, ...): over stdio by default.
 
-    Tools: search, get, timeline, context, remember. With --http the server requires
+    Tools: search, get, timeline, context, remember, forget. With --http the server requires
     `Authorization: Bearer <OM_MCP_TOKEN>`; without that setting a token is generated and
     printed to stderr once. See docs/mcp.md for registering it with your agents.
     """

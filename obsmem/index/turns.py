@@ -14,6 +14,10 @@ old turns dropped before the new ones go in, so line numbers always point into t
 
 ``OM_RAW_TURNS=off`` keeps capture from storing any; what is already stored stays searchable until
 the file is deleted.
+
+``om forget`` removes the turns an observation came from (``forget``) and records their line
+ranges, never their text, in ``forgotten``: reading the transcript again later (a replaced file,
+a reset cursor) stores nothing in a forgotten range, so the words do not come back.
 """
 
 from __future__ import annotations
@@ -70,6 +74,16 @@ _SCHEMA: list[tuple[str, ...]] = [
     CREATE TRIGGER turns_removed AFTER DELETE ON turns BEGIN
         INSERT INTO turns_fts (turns_fts, rowid, text) VALUES ('delete', old.id, old.text);
     END""",
+    ),
+    # Line ranges of transcripts whose turns ``om forget`` removed: never stored again.
+    (
+        """
+    CREATE TABLE forgotten (
+        source_path TEXT NOT NULL,
+        line_start INTEGER NOT NULL,
+        line_end INTEGER NOT NULL,
+        UNIQUE (source_path, line_start, line_end)
+    )""",
     ),
 ]
 
@@ -149,9 +163,12 @@ class TurnStore:
         """
         parts: dict[tuple[str, int], int] = {}
         rows = []
+        gone = self._forgotten_ranges({turn.source_path for turn in turns})
         for turn in turns:
             key = (turn.source_path, turn.line_start)
             parts[key] = part = parts.get(key, -1) + 1
+            if _overlaps(gone.get(turn.source_path, ()), turn.line_start, turn.line_end):
+                continue  # forgotten: its words must not come back when the file is read again
             rows.append(
                 (turn.source_path, turn.line_start, part, turn.line_end, turn.role,
                  turn.timestamp, turn.timestamp, turn.session, turn.agent, turn.project,
@@ -193,6 +210,71 @@ class TurnStore:
             f"WHERE turns_fts MATCH ? AND {where} ORDER BY raw, e.id LIMIT ?"
         )
         return list(self.conn.execute(sql, [expression, *params, limit]).fetchall())
+
+    def _forgotten_ranges(self, paths: set[str]) -> dict[str, list[tuple[int, int]]]:
+        """The forgotten line ranges of these transcripts (none when nothing was ever forgotten)."""
+        if not paths:
+            return {}
+        out: dict[str, list[tuple[int, int]]] = {}
+        marks = ", ".join("?" for _ in paths)
+        sql = (
+            "SELECT source_path, line_start, line_end FROM forgotten "
+            f"WHERE source_path IN ({marks})"
+        )
+        for path, start, end in self.conn.execute(sql, sorted(paths)):
+            out.setdefault(str(path), []).append((int(start), int(end)))
+        return out
+
+    def forget(self, ranges: Iterable[tuple[str, int, int]], *, dry_run: bool = False) -> int:
+        """Delete the turns overlapping each ``(transcript, first line, last line)`` and remember
+        the ranges so a later read does not store them again; return how many turns went.
+
+        The deleted text is overwritten (``secure_delete``) and the full-text index merged, so
+        the words are gone from the file and not only hidden; ``dry_run`` only counts.
+        """
+        wanted = sorted(set(ranges))
+        if not wanted or (self._conn is None and not self.path.exists()):
+            return 0
+        overlap = "source_path = ? AND line_start <= ? AND line_end >= ?"
+        try:
+            if dry_run:
+                ids = {
+                    int(row[0])
+                    for path, start, end in wanted
+                    for row in self.conn.execute(
+                        f"SELECT id FROM turns WHERE {overlap}", (path, end, start)
+                    )
+                }
+                return len(ids)
+            conn = self.conn
+            conn.execute("PRAGMA secure_delete = ON")
+            with immediate_transaction(conn):
+                removed = 0
+                for path, start, end in wanted:
+                    removed += conn.execute(
+                        f"DELETE FROM turns WHERE {overlap}", (path, end, start)
+                    ).rowcount
+                conn.executemany(
+                    "INSERT OR IGNORE INTO forgotten (source_path, line_start, line_end) "
+                    "VALUES (?, ?, ?)",
+                    wanted,
+                )
+                if removed:
+                    # A delete only marks postings dead; merging the segments drops the words.
+                    conn.execute("INSERT INTO turns_fts (turns_fts) VALUES ('optimize')")
+            with contextlib.suppress(sqlite3.DatabaseError):
+                # Old page images stay in the write-ahead log until it is checkpointed.
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.DatabaseError as exc:
+            raise StateError(
+                f"cannot forget transcript turns in {self.path}: {exc}",
+                "check the disk and the file's permissions, then run the command again",
+            ) from None
+        return removed
+
+
+def _overlaps(ranges: Iterable[tuple[int, int]], start: int, end: int) -> bool:
+    return any(first <= end and last >= start for first, last in ranges)
 
 
 def _version(conn: sqlite3.Connection) -> int:

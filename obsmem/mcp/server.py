@@ -1,7 +1,9 @@
-"""The ``om`` MCP server: the memory's search, citations, timeline, context and remember as tools.
+"""The ``om`` MCP server: the memory's search, citations, timeline, context, remember and forget
+as tools.
 
 A thin adapter, like the CLI: each tool validates nothing itself, calls one library function
-(``obsmem.search.recall``, ``obsmem.observe.remember``, ``obsmem.context.startup``) and returns
+(``obsmem.search.recall``, ``obsmem.observe.remember``, ``obsmem.context.startup``,
+``obsmem.forgetting``) and returns
 its JSON-ready result. Library errors (``OmError``) become MCP tool errors with their one-line
 message, so the calling agent reads what went wrong and how to fix it.
 
@@ -95,6 +97,15 @@ _REMEMBER = (
     "(repeats are detected and not added)."
 )
 
+_FORGET = (
+    "Forget memories the user wants gone, everywhere om keeps them: observations, archive, "
+    "reflections, vault pages, startup context, search index and the transcript turns they "
+    "came from. Call it only when the user asks to forget or delete something. Pass the ids "
+    "from `search` results, or a query: with a query this only lists what would be forgotten "
+    "(dry_run defaults to true), so show that list to the user, then call again with the ids "
+    "they confirm. A tombstone (id and time, never the text) keeps om from capturing it again."
+)
+
 
 async def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run a blocking library call in a worker thread; ``OmError`` becomes a tool error."""
@@ -120,6 +131,7 @@ def build_server(
     ``host`` and ``port`` only matter to the HTTP transport (and its DNS-rebinding check).
     """
     from obsmem.context.startup import DEFAULT_BUDGET, run_context
+    from obsmem.forgetting import forget as do_forget
     from obsmem.index.turns import search_turns
     from obsmem.observe.remember import remember as do_remember
     from obsmem.search.recall import (
@@ -225,6 +237,27 @@ def build_server(
             agent="mcp",
             project=project,
         )
+        return done.to_dict()
+
+    @server.tool(
+        name="forget",
+        description=_FORGET,
+        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True),
+    )
+    async def forget(
+        ids: Annotated[
+            list[str] | None, Field(max_length=100, description="Entry ids from `search`.")
+        ] = None,
+        query: Annotated[
+            str | None, Field(description="Forget the search hits holding every word of this.")
+        ] = None,
+        dry_run: Annotated[
+            bool | None,
+            Field(description="Only list what would go (default: true with a query, else false)."),
+        ] = None,
+    ) -> dict[str, Any]:
+        rehearse = dry_run if dry_run is not None else query is not None
+        done = await _call(do_forget, memory, ids or (), query=query, dry_run=rehearse)
         return done.to_dict()
 
     return server

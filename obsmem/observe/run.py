@@ -27,6 +27,7 @@ from typing import Any
 
 from obsmem.errors import OmError, UsageError
 from obsmem.index.turns import TurnStore
+from obsmem.memory.ledger import forgotten_ids
 from obsmem.memory.store import MemoryStore
 from obsmem.observe.draft import local_date_time
 from obsmem.observe.observer import chunk_turns, observe_chunk
@@ -198,7 +199,12 @@ def _observe_file(
         # the cursor instead of observing these lines again.
         ids = [o.id for o in done.observations]
         run.intend(pending, last.byte_end, last.line_end, last.timestamp, ids)
-        added = store.add_observations(done.observations, context=context)
+        with store.lock():
+            # Checked under the lock, so a forget that lands meanwhile is seen: what the user
+            # had forgotten is not written back when its transcript is read again.
+            forgotten = forgotten_ids(store.ledger_path)
+            fresh = [o for o in done.observations if o.id not in forgotten]
+            added = store.add_observations(fresh, context=context)
         report.written += len(added)
         report.duplicates += done.dropped_duplicates + len(done.observations) - len(added)
         recent = (recent + added)[-40:]
@@ -211,7 +217,7 @@ def _in_memory(store: MemoryStore, ids: list[str]) -> bool:
     """True when every id is in ``observations.md`` or the archive (a killed run wrote them)."""
     from obsmem.reflect.archive import archived_ids
 
-    wanted = set(ids)
+    wanted = set(ids) - set(forgotten_ids(store.ledger_path))
     present = store.read_observations().ids()
     return wanted <= present or wanted <= present | archived_ids(store)
 

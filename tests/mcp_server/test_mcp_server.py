@@ -33,7 +33,7 @@ from obsmem.search.indexing import embed_index
 from obsmem.search.vectors import VectorStore
 from obsmem.settings import load_settings
 
-TOOLS = {"search", "get", "timeline", "context", "remember"}
+TOOLS = {"search", "get", "timeline", "context", "remember", "forget"}
 
 
 @pytest.fixture

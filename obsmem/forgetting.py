@@ -1,0 +1,399 @@
+"""``om forget``: remove a memory from everywhere om keeps it, and keep it from coming back.
+
+A memory lives in several places: its line in ``observations.md`` or an archive month, the
+reflection lines that cite it, its copies on vault pages, the startup context prepared from it
+(``profile.md``, ``active.md``, ``context.json``), the search index (full-text rows and vectors)
+and the redacted transcript turns it was observed from (``turns.sqlite3``). ``forget`` removes it
+from all of them, in an order a crash cannot undo:
+
+1. under the memory lock: find every line that carries one of the ids (as its own id or as a
+   citation), write a tombstone per id to the ledger (id and time, never the text), then rewrite
+   each memory file without those lines (atomically, through the store);
+2. delete the transcript turns of each observation's provenance (and remember their line ranges,
+   so reading the transcript again stores nothing there);
+3. regenerate what is derived (startup context, vault pages) and bring the index up to date, with
+   the deleted text overwritten and the full-text index merged, so the words leave the files.
+
+A run killed after step 1 is finished by running it again: the tombstoned ids are no longer in
+memory and are reported as already forgotten, while steps 2 and 3 run once more.
+
+Only lines that carry an id are touched: a hand-written line that does not is kept as it is, and
+so is a day's Current Context. Forgetting a reflection line (or any line that cites observations)
+forgets the observations it cites too, since the line states their fact. Claude Code's own
+auto-memory files are searched but never edited by om: their entries are refused with a note.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from obsmem.errors import NotFound, OmError, UsageError
+from obsmem.index.db import using_index
+from obsmem.index.query import query_tokens
+from obsmem.index.sync import RefreshReport, entry_kind, refresh
+from obsmem.index.turns import TurnStore
+from obsmem.memory.ledger import append_forgotten, forgotten_ids, read_ledger
+from obsmem.memory.markdown import decode, encode, split_lines
+from obsmem.memory.observations import parse_observations
+from obsmem.memory.sections import parse_sections
+from obsmem.memory.store import SECTION_FILES, MemoryStore
+from obsmem.settings import Settings
+
+__all__ = ["ForgetReport", "ForgottenLine", "forget"]
+
+_ID = re.compile(r"^[0-9a-z]{6,16}$")
+_OBSERVATION_KINDS = ("observation", "archive")
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class ForgottenLine:
+    """One markdown line removed (or, in a dry run, to be removed)."""
+
+    id: str  # the line's own id
+    file: str  # relative to the memory directory
+    line: int  # 1-based, as it was before the removal
+    text: str
+    cites: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {
+            "id": self.id,
+            "file": self.file,
+            "line": self.line,
+            "text": self.text,
+            "cites": list(self.cites),
+        }
+
+
+@dataclass
+class ForgetReport:
+    """What ``forget`` removed (or, with ``dry_run``, would remove), place by place.
+
+    ``ids`` are every id forgotten: those asked for (or found by ``query``) and the observations
+    cited by a line asked for. ``already_forgotten`` were tombstoned before and are in no file.
+    ``skipped`` are search hits om cannot forget (``{"id", "file", "reason"}``).
+    """
+
+    dry_run: bool
+    query: str | None = None
+    ids: list[str] = field(default_factory=list)
+    already_forgotten: list[str] = field(default_factory=list)
+    lines: list[ForgottenLine] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    derived: list[str] = field(default_factory=list)
+    tombstones: int = 0
+    turns: int = 0
+    index_entries: int = 0
+    vectors: int = 0
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        """True when there is nothing to forget."""
+        return not self.ids and not self.already_forgotten
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        out = dict(self.__dict__)
+        out["lines"] = [line.to_dict() for line in self.lines]
+        return out
+
+
+@dataclass
+class _Item:
+    """A line (or an observation's lines) of a memory file that carries ids."""
+
+    id: str
+    cites: frozenset[str]
+    start: int  # 0-based index of its first line
+    end: int  # one past its last line
+    line: int
+    text: str
+
+
+@dataclass
+class _File:
+    path: Path
+    rel: str
+    lines: list[str]
+    items: list[_Item]
+
+
+def normalise_ids(ids: Iterable[str]) -> list[str]:
+    """Ids as ``om search`` and ``om show`` print them (a leading ``^`` and case forgiven)."""
+    out: list[str] = []
+    for raw in ids:
+        value = raw.strip().lstrip("^").lower()
+        if not _ID.match(value):
+            raise UsageError(f"{raw.strip()!r} is not a memory id", "copy one from `om search`")
+        out.append(value)
+    return list(dict.fromkeys(out))
+
+
+def _read_files(store: MemoryStore) -> list[_File]:
+    """Every memory file om writes, with the id-carrying lines in it, as ``sync`` indexes them."""
+    out: list[_File] = []
+    for path in store.memory_files():
+        rel = store.relative(path)
+        kind = entry_kind(rel)
+        if kind is None:
+            continue
+        data = store.read_bytes(path)
+        items: list[_Item] = []
+        if kind in _OBSERVATION_KINDS:
+            for obs in parse_observations(data).observations:
+                assert obs.line is not None and obs.line_end is not None
+                items.append(_Item(obs.id, frozenset(), obs.line - 1, obs.line_end, obs.line,
+                                   obs.text))  # fmt: skip
+        else:
+            for entry in parse_sections(data, kind=SECTION_FILES.get(rel, rel)).entries:
+                own = entry.cites[0] if kind == "vault" and len(entry.cites) == 1 else entry.id
+                items.append(_Item(own, frozenset(entry.cites), entry.line - 1, entry.line,
+                                   entry.line, entry.text))  # fmt: skip
+        out.append(_File(path, rel, split_lines(decode(data)[0]), items))
+    return out
+
+
+def _expand(files: list[_File], asked: set[str]) -> set[str]:
+    """``asked`` plus the observations cited by a line asked for (the fact that line states)."""
+    observed = {
+        item.id for f in files if entry_kind(f.rel) in _OBSERVATION_KINDS for item in f.items
+    }
+    out = set(asked)
+    for f in files:
+        for item in f.items:
+            if item.id in asked:
+                out |= item.cites & observed
+    return out
+
+
+def _hits(files: list[_File], ids: set[str]) -> dict[str, list[_Item]]:
+    """The items to remove, by file: those whose own id or a citation is in ``ids``."""
+    out: dict[str, list[_Item]] = {}
+    for f in files:
+        found = [item for item in f.items if item.id in ids or item.cites & ids]
+        if found:
+            out[f.rel] = found
+    return out
+
+
+def _without(lines: list[str], items: list[_Item]) -> bytes:
+    drop = {index for item in items for index in range(item.start, item.end)}
+    return encode("".join(line for index, line in enumerate(lines) if index not in drop))
+
+
+def _external(store: MemoryStore, ids: list[str]) -> dict[str, str]:
+    """Ids of entries in files om indexes but does not own (Claude Code's auto-memory): file."""
+    from obsmem.search.recall import get_entries
+
+    try:
+        entries = get_entries(store, ids)
+    except OmError:
+        return {}
+    return {str(e["id"]): str(e["file"]) for e in entries if entry_kind(str(e["file"])) is None}
+
+
+def _refuse_unknown(store: MemoryStore, unknown: list[str]) -> None:
+    outside = _external(store, unknown)
+    if outside:
+        entry_id, where = next(iter(outside.items()))
+        raise UsageError(
+            f"{entry_id} is in {where}, a file om searches but does not write",
+            "remove it from that file yourself; om forgets what it wrote",
+        )
+    names = ", ".join(unknown)
+    raise NotFound(f"no memory entry has the id {names}", "find ids with `om search`")
+
+
+def _matches_all(tokens: list[str], text: str) -> bool:
+    """True when every search word is in ``text`` (as a word, its start, or its stem)."""
+    words = {w.casefold() for w in _WORD.findall(text)}
+    return all(
+        any(w.startswith(t) or (len(w) >= 4 and t.startswith(w)) for w in words) for t in tokens
+    )
+
+
+def _search(
+    store: MemoryStore, query: str, limit: int, settings: Settings | None
+) -> tuple[list[str], list[dict[str, str]]]:
+    """The ids of the entries the search finds for ``query`` that hold every one of its words,
+    and the hits om cannot forget."""
+    from obsmem.search.recall import search_entries
+
+    tokens = query_tokens(query)
+    if not tokens:
+        raise UsageError("the query has no words to search for", "give one or more words")
+    ids: list[str] = []
+    skipped: list[dict[str, str]] = []
+    for hit in search_entries(store, query, limit=limit, settings=settings):
+        if not _matches_all(tokens, f"{hit.get('section') or ''} {hit['text']}"):
+            continue  # a near match (one word of several, or only a meaning) is not forgotten
+        if entry_kind(str(hit["file"])) is None:
+            skipped.append({"id": str(hit["id"]), "file": str(hit["file"]),
+                            "reason": "om searches this file but does not write it"})  # fmt: skip
+            continue
+        ids.append(str(hit["id"]))
+    return list(dict.fromkeys(ids)), skipped
+
+
+def forget(
+    store: MemoryStore,
+    ids: Iterable[str] = (),
+    *,
+    query: str | None = None,
+    limit: int = 10,
+    dry_run: bool = False,
+    settings: Settings | None = None,
+) -> ForgetReport:
+    """Forget the memory entries ``ids`` (or those the search finds for ``query``) everywhere.
+
+    Ids are the ones ``om search`` and ``om show`` print. With ``query``, the best ``limit``
+    search hits that contain every word of the query are forgotten. ``dry_run`` reports what
+    would go and writes nothing. Raises ``NotFound`` naming any unknown id (nothing is changed
+    then), ``UsageError`` for ids and a query together, or neither.
+    """
+    wanted = list(ids)
+    if wanted and query:
+        raise UsageError("give the ids to forget or a query, not both")
+    if not wanted and not query:
+        raise UsageError("nothing to forget", "give one or more ids (from `om search`) or a query")
+    report = ForgetReport(dry_run=dry_run, query=query)
+    if query:
+        asked, report.skipped = _search(store, query, limit, settings)
+    else:
+        asked = normalise_ids(wanted)
+    if not asked:
+        return report
+    if dry_run:
+        _plan(store, asked, report)
+        report.turns = _forget_turns(store, report.ids, dry_run=True)
+        return report
+    with store.lock():
+        hits = _plan(store, asked, report)
+        fresh = [i for i in report.ids if i not in forgotten_ids(store.ledger_path)]
+        # The tombstones first: killed after them, capture cannot write the memory back and a
+        # second run finishes the removal.
+        report.tombstones = append_forgotten(store.ledger_path, fresh)
+        for rel, (path, data) in hits.items():
+            store.write_file(path, data)
+            report.files.append(rel)
+    every = [*report.ids, *report.already_forgotten]
+    report.turns = _forget_turns(store, every, dry_run=False)
+    _update_derived(store, report)
+    return report
+
+
+def _plan(
+    store: MemoryStore, asked: list[str], report: ForgetReport
+) -> dict[str, tuple[Path, bytes]]:
+    """Fill ``report`` with what goes; return each file to rewrite with its new bytes."""
+    files = _read_files(store)
+    known = {i for f in files for item in f.items for i in (item.id, *item.cites)}
+    tombstoned = forgotten_ids(store.ledger_path)
+    report.already_forgotten = [i for i in asked if i not in known and i in tombstoned]
+    unknown = [i for i in asked if i not in known and i not in tombstoned]
+    if unknown:
+        _refuse_unknown(store, unknown)
+    present = [i for i in asked if i in known]
+    every = _expand(files, set(present))
+    report.ids = present + sorted(every - set(present))
+    hits = _hits(files, every)
+    out: dict[str, tuple[Path, bytes]] = {}
+    for f in files:
+        if f.rel in hits:
+            report.lines += [
+                ForgottenLine(item.id, f.rel, item.line, item.text, tuple(sorted(item.cites)))
+                for item in hits[f.rel]
+            ]
+            out[f.rel] = (f.path, _without(f.lines, hits[f.rel]))
+    return out
+
+
+def _forget_turns(store: MemoryStore, ids: list[str], *, dry_run: bool) -> int:
+    """Remove the transcript turns the observations ``ids`` were observed from."""
+    ledger, _ = read_ledger(store.ledger_path, include_forgotten=True)
+    ranges = []
+    for entry_id in ids:
+        prov = ledger.get(entry_id)
+        if prov and prov.path and prov.line_start is not None:
+            ranges.append((prov.path, prov.line_start, prov.line_end or prov.line_start))
+    if not ranges or not store.turns_path.exists():
+        return 0
+    with TurnStore(store.turns_path) as turns:
+        return turns.forget(ranges, dry_run=dry_run)
+
+
+def _update_derived(store: MemoryStore, report: ForgetReport) -> None:
+    """Regenerate the startup context and the vault, then purge the index (problems noted)."""
+    from obsmem.context.prepare import prepare_context
+    from obsmem.reflect.router import route
+
+    try:
+        report.derived += prepare_context(store).written
+    except OmError as exc:
+        report.problems.append(f"startup context not prepared: {exc}")
+    try:
+        report.derived += route(store).pages_written
+    except OmError as exc:
+        report.problems.append(f"vault not updated: {exc}")
+    changed = {*report.files, *(d for d in report.derived if entry_kind(d) is not None)}
+    removed = {line.id for line in report.lines} | set(report.ids)
+    try:
+        report.index_entries, report.vectors = using_index(
+            store.index_path, lambda conn: _purge_index(store, conn, removed, len(changed))
+        )
+    except OmError as exc:
+        report.problems.append(f"index not updated: {exc} (the next search updates it)")
+
+
+def _purge_index(
+    store: MemoryStore, conn: sqlite3.Connection, ids: set[str], changed: int
+) -> tuple[int, int]:
+    """Bring the index up to date with the rewritten files, so that the removed text is gone
+    from its file, not only from its results; return (entries removed, vectors removed)."""
+    from obsmem.search.vectors import embed_text, text_hash
+
+    marks = ", ".join("?" for _ in ids) or "NULL"
+    select = f"SELECT section, text FROM entries WHERE id IN ({marks})"
+    before = conn.execute(select, sorted(ids)).fetchall()
+    # Deleted rows are overwritten with zeros rather than left in free pages.
+    conn.execute("PRAGMA secure_delete = ON")
+    done: RefreshReport = refresh(store, conn)
+    after = conn.execute(select, sorted(ids)).fetchall()
+    texts = {(section, text) for section, text in before} - {(s, t) for s, t in after}
+    hashes = {text_hash(embed_text(section, str(text))) for section, text in texts}
+    still = {
+        text_hash(embed_text(section, str(text)))
+        for section, text in conn.execute(
+            f"SELECT section, text FROM entries WHERE text IN ({', '.join('?' for _ in texts)})",
+            [t for _, t in texts],
+        )
+    } if texts else set()  # fmt: skip
+    gone = sorted(hashes - still)
+    vectors = 0
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for digest in gone:
+            vectors += conn.execute("DELETE FROM vectors WHERE hash = ?", (digest,)).rowcount
+        # A delete only marks full-text postings dead; merging the segments drops the words.
+        conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    if done.files_indexed + done.files_removed < changed:
+        # Another process indexed the new files first, on a connection that left the old rows
+        # in free pages: copy the database into clean pages.
+        conn.execute("VACUUM")
+    # Old page images stay in the write-ahead log until it is checkpointed.
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return len(before) - len(after), vectors
