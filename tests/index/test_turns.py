@@ -255,3 +255,26 @@ def test_backfill_fills_the_turns_too() -> None:
     (hit,) = search_turns(store, "websocket reconnect")
     assert hit["text"] == "An old session about the flaky websocket reconnect"
     assert hit["provenance"]["line_start"] == 1
+
+
+def test_forget_removes_the_turns_of_a_line_range_and_keeps_them_out(store: MemoryStore) -> None:
+    path = transcript()
+    lines = [claude_line(f"turn number {n} says kumquat{n}") for n in range(1, 7)]
+    path.write_text("".join(lines), encoding="utf-8")
+    observe(store)
+    shown = stored(store)[0][0]
+    assert len(stored(store)) == 6
+    with TurnStore(store.turns_path) as turns:
+        assert turns.forget([(shown, 2, 3)], dry_run=True) == 2
+        assert len(stored(store)) == 6  # a dry run only counts
+        assert turns.forget([(shown, 2, 3)]) == 2
+    assert [row[1] for row in stored(store)] == [1, 4, 5, 6]
+    data = b"".join(p.read_bytes() for p in store.state_dir.glob("turns.sqlite3*"))
+    assert b"kumquat2" not in data and b"kumquat3" not in data and b"kumquat4" in data
+    assert search_turns(store, "kumquat2") == []
+    # The transcript read again from its start (its cursor lost): the range stays forgotten.
+    store.state_db_path.unlink()
+    observe(store)
+    assert [row[1] for row in stored(store)] == [1, 4, 5, 6]
+    with TurnStore(store.turns_path) as turns:
+        assert turns.forget([(shown, 2, 3)]) == 0  # again: nothing left, no error

@@ -70,6 +70,8 @@ def test_tools_are_listed_with_descriptions_that_say_when_to_call_them(demo: Mem
     assert "before asking the user" in (tools["search"].description or "")
     assert tools["search"].annotations.readOnlyHint is True
     assert tools["remember"].annotations.readOnlyHint is False
+    assert tools["forget"].annotations.destructiveHint is True
+    assert "dry_run defaults to true" in (tools["forget"].description or "")
     assert "query" in tools["search"].inputSchema["required"]
     assert set(tools["remember"].inputSchema["required"]) == {"text", "type"}
 
@@ -135,6 +137,27 @@ def test_remember_then_search_finds_it_and_repeats_are_refused(demo: MemoryStore
     assert again["status"] == "duplicate" and again["duplicate_of"] == added["id"]
     assert found["results"][0]["id"] == added["id"]
     assert found["results"][0]["provenance"]["agent"] == "mcp"
+
+
+def test_forget_lists_a_query_first_then_forgets_the_ids_given(demo: MemoryStore) -> None:
+    workers = "l8s3nq0x4d"  # "Each xdist worker needs its own Redis database number; ..."
+    before = demo.observations_path.read_bytes()
+
+    async def steps(session: ClientSession) -> Any:
+        listed = payload(await session.call_tool("forget", {"query": "redis worker database"}))
+        unchanged = demo.observations_path.read_bytes()
+        unknown = await session.call_tool("forget", {"ids": ["zzzzzzzzzz"]})
+        done = payload(await session.call_tool("forget", {"ids": listed["ids"]}))
+        found = payload(await session.call_tool("search", {"query": "redis worker database"}))
+        return listed, unchanged, unknown, done, found
+
+    listed, unchanged, unknown, done, found = call(demo, steps)
+    assert listed["dry_run"] is True and workers in listed["ids"]
+    assert unchanged == before  # a query only lists, unless dry_run is false
+    assert unknown.isError and "zzzzzzzzzz" in unknown.content[0].text
+    assert done["dry_run"] is False and done["ids"] == listed["ids"]
+    assert workers not in demo.read_observations().ids()
+    assert workers not in {hit["id"] for hit in found["results"]}
 
 
 def test_context_tool_returns_the_startup_context(demo: MemoryStore) -> None:

@@ -10,7 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from obsmem.memory.ledger import append_provenance, read_ledger
+from obsmem.memory.ledger import (
+    append_forgotten,
+    append_provenance,
+    forgotten_ids,
+    read_ledger,
+)
 from obsmem.memory.model import Provenance
 
 PROV = Provenance(
@@ -60,6 +65,40 @@ def test_torn_last_line_does_not_corrupt_the_next_append(tmp_path: Path) -> None
     assert entries == {"a0b1c2d3e4": PROV, "k3v9q2m7xa": later}
     assert bad == 1
     assert ledger.read_bytes().endswith(b"\n")
+
+
+def test_a_tombstone_forgets_an_id_without_any_text(tmp_path: Path) -> None:
+    ledger = tmp_path / "provenance.jsonl"
+    append_provenance(ledger, [("a0b1c2d3e4", PROV), ("k3v9q2m7xa", PROV)])
+    assert forgotten_ids(ledger) == {}
+    assert append_forgotten(ledger, ["a0b1c2d3e4", "a0b1c2d3e4"]) == 1  # repeats once
+    last = json.loads(ledger.read_bytes().splitlines()[-1])
+    assert set(last) == {"id", "forgotten"} and last["id"] == "a0b1c2d3e4"
+    assert list(forgotten_ids(ledger)) == ["a0b1c2d3e4"]
+    # Forgotten ids leave the provenance readers see, without counting as unreadable lines;
+    # the one that forgets them still finds where they came from.
+    assert read_ledger(ledger) == ({"k3v9q2m7xa": PROV}, 0)
+    assert read_ledger(ledger, include_forgotten=True)[0]["a0b1c2d3e4"] == PROV
+
+
+def test_provenance_written_after_a_tombstone_revives_the_id(tmp_path: Path) -> None:
+    ledger = tmp_path / "provenance.jsonl"
+    append_provenance(ledger, [("a0b1c2d3e4", PROV)])
+    append_forgotten(ledger, ["a0b1c2d3e4"])
+    assert "a0b1c2d3e4" in forgotten_ids(ledger)
+    append_provenance(ledger, [("a0b1c2d3e4", PROV)])  # remembered again on purpose
+    assert forgotten_ids(ledger) == {}
+    assert read_ledger(ledger) == ({"a0b1c2d3e4": PROV}, 0)
+
+
+def test_forgotten_ids_sees_every_new_tombstone(tmp_path: Path) -> None:
+    ledger = tmp_path / "provenance.jsonl"
+    assert forgotten_ids(ledger) == {}  # no ledger at all
+    append_provenance(ledger, [("a0b1c2d3e4", PROV)])
+    assert forgotten_ids(ledger) == {}
+    for number, obs_id in enumerate(("a0b1c2d3e4", "k3v9q2m7xa"), start=1):
+        append_forgotten(ledger, [obs_id])
+        assert len(forgotten_ids(ledger)) == number  # the cached answer follows the file
 
 
 _GARBAGE = [
