@@ -63,13 +63,7 @@ class ForgottenLine:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
-        return {
-            "id": self.id,
-            "file": self.file,
-            "line": self.line,
-            "text": self.text,
-            "cites": list(self.cites),
-        }
+        return {**self.__dict__, "cites": list(self.cites)}
 
 
 @dataclass
