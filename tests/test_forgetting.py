@@ -301,3 +301,22 @@ def test_the_words_leave_the_index_file_not_only_its_results(
     forget(store, [done.id])
     # A full-text delete only marks the word's postings dead until the segments are merged.
     assert holding(store, word) == []
+
+
+def test_claude_code_auto_memory_is_refused_and_left_alone(
+    observed: tuple[MemoryStore, dict[str, str]], tmp_path: Path
+) -> None:
+    from obsmem.sources.claude_memory import KIND
+
+    store, _ = observed
+    notes = tmp_path / "claude-memory" / "notes.md"
+    notes.parent.mkdir()
+    notes.write_text("# Notes\n\n- The walrus cluster hosts staging\n", encoding="utf-8")
+    store.set_external_files({str(notes): {"kind": KIND, "sha256": ""}})
+    (hit,) = [h for h in search(store, "walrus cluster staging") if h.kind == KIND]
+    before = notes.read_bytes()
+    with pytest.raises(UsageError, match="does not write"):
+        forget(store, [hit.id])
+    listed = forget(store, query="walrus cluster", dry_run=True)
+    assert listed.ids == [] and [s["id"] for s in listed.skipped] == [hit.id]
+    assert notes.read_bytes() == before
