@@ -1,20 +1,26 @@
 """``om doctor``: one verdict per check, with the fix for whatever is wrong.
 
-Checks only read, except where a repair is safe: a stale or corrupt index is rebuilt (it is
-derived data), and temporary files left by writes that were killed midway are deleted; both are
-reported as repaired.
+Checks only read, except where a repair is safe: a corrupt index is rebuilt (it is derived
+data), and temporary files left by writes that were killed midway are deleted; both are reported
+as repaired. An index that is only behind the memory files (after ``om remember``, a hand edit)
+is brought up to date as any search would, and reported ok: nothing was broken.
+
+Each check is one function returning a ``Check`` (or a list); ``run_checks`` runs them in order
+and turns whatever one raises into a failed line of its own, so ``om doctor`` itself never
+crashes. A new check is one more entry in ``_steps``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from obsmem.errors import OmError
+from obsmem.errors import OmError, explain
 from obsmem.memory.atomic import stray_temp_files
 from obsmem.memory.ledger import read_ledger
 from obsmem.memory.sections import parse_sections
@@ -63,10 +69,21 @@ def _check_memory_dir(store: MemoryStore) -> Check:
             f"{home} does not exist yet",
             "it is created by the first command that writes memory",
         )
-    if not os.access(home, os.W_OK | os.X_OK):
-        return Check(
-            "memory directory", "fail", f"{home} is not writable", f"run: chmod u+rwx {home}"
-        )
+    for folder in (home, store.state_dir, store.archive_dir, store.vault_dir):
+        if folder.exists() and not folder.is_dir():
+            return Check(
+                "memory directory",
+                "fail",
+                f"{folder} is a file where om expects a folder",
+                f"move {folder} away (om did not write it)",
+            )
+        if folder.is_dir() and not os.access(folder, os.R_OK | os.W_OK | os.X_OK):
+            return Check(
+                "memory directory",
+                "fail",
+                f"{folder} is not readable and writable",
+                f"run: chmod u+rwx {folder}",
+            )
     mode = home.stat().st_mode & 0o777
     if mode & 0o077:
         return Check(
@@ -90,7 +107,8 @@ def _check_files(store: MemoryStore) -> list[Check]:
         if path == store.observations_path or name.startswith("archive/"):
             issues = store.read_observations(path).issues
         else:
-            issues = parse_sections(data).issues
+            generated = _generated_lines(data)
+            issues = [i for i in parse_sections(data).issues if i.line not in generated]
         mode = path.stat().st_mode & 0o777
         if issues:
             shown = "; ".join(str(i) for i in issues[:3])
@@ -115,6 +133,23 @@ def _check_files(store: MemoryStore) -> list[Check]:
         else:
             checks.append(Check(f"file {name}", "ok", f"{len(data)} bytes"))
     return checks
+
+
+def _generated_lines(data: bytes) -> set[int]:
+    """The numbers of the lines om writes itself (its generated block, markers included): what
+    they hold is om's, never a hand edit worth a warning."""
+    from obsmem.context.prepare import BEGIN, END
+
+    inside, numbers = False, set()
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
+        text = line.strip()
+        if text == BEGIN:
+            inside = True
+        if inside:
+            numbers.add(number)
+        if text == END:
+            inside = False
+    return numbers
 
 
 def _check_temp_files(store: MemoryStore) -> Check:
@@ -153,19 +188,84 @@ def _check_ledger(store: MemoryStore) -> Check:
 
 
 def _check_index(store: MemoryStore) -> Check:
-    from obsmem.index import index_status, rebuild
+    from obsmem.index import index_status, rebuild, refresh, using_index
 
     try:
         before = index_status(store)
-        if before.get("healthy", True) and not before.get("stale_files"):
+        if not before.get("healthy", True):
+            report = rebuild(store)
+            return Check(
+                "search index",
+                "repaired",
+                f"was damaged: rebuilt, {report.entries} entries from {report.files_indexed} "
+                "file(s)",
+            )
+        if not before.get("exists") or not before.get("stale_files"):
             return Check("search index", "ok", f"{before.get('entries', 0)} entries, up to date")
-        report = rebuild(store)
+        # Behind the memory files, as after any write: what the next search would do anyway.
+        done = using_index(store.index_path, lambda conn: refresh(store, conn))
     except OmError as exc:
         return Check("search index", "fail", exc.message, exc.hint or "run: om reindex")
     return Check(
         "search index",
-        "repaired",
-        f"rebuilt: {report.entries} entries from {report.files_indexed} file(s)",
+        "ok",
+        f"{before.get('entries', 0)} entries before, {done.files_indexed} changed file(s) "
+        "indexed now",
+    )
+
+
+#: What losing each of om's other databases costs, for the fix of a damaged one.
+_DATABASES: dict[str, tuple[str, str]] = {
+    "state.sqlite3": (
+        "capture state",
+        "transcripts are then read again from the start and de-duplicated",
+    ),
+    "turns.sqlite3": (
+        "transcript turns",
+        "the turns kept for `om search --raw` are forgotten; new ones are kept again",
+    ),
+}
+
+
+def _check_databases(store: MemoryStore) -> list[Check]:
+    """A quick integrity check of every SQLite database om keeps besides the index (the index
+    check repairs that one): the capture state, the transcript turns and any other under the
+    state directory."""
+    places = [store.state_db_path, store.turns_path]
+    if store.state_dir.is_dir():
+        places += sorted(
+            p
+            for p in store.state_dir.glob("*.sqlite3")
+            if p not in places and p != store.index_path
+        )
+    return [_check_database(path) for path in places]
+
+
+def _check_database(path: Path) -> Check:
+    label, loss = _DATABASES.get(path.name, (f"database {path.name}", "om keeps no copy of it"))
+    if not path.exists():
+        return Check(label, "ok", f"{path} not created yet")
+    side = [path.with_name(path.name + s) for s in ("", "-wal", "-shm")]
+    locked = [p for p in side if p.exists() and not p.stat().st_mode & 0o200]
+    if locked:
+        names = " ".join(str(p) for p in locked)
+        return Check(label, "fail", f"not writable: {names}", f"run: chmod 600 {names}")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        try:
+            rows = conn.execute("PRAGMA quick_check").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        rows = [(str(exc),)]
+    if [tuple(row) for row in rows] == [("ok",)]:
+        return Check(label, "ok", f"{path} passes its integrity check")
+    first = str(rows[0][0]) if rows else "no answer"
+    return Check(
+        label,
+        "fail",
+        f"{path} is damaged: {first}",
+        f"move {path} (and its -wal and -shm files) away; {loss}",
     )
 
 
@@ -283,20 +383,47 @@ def run_checks(
 ) -> list[Check]:
     """Run every check in order and return their verdicts; ``validate_key`` adds one live call
     to the configured LLM provider."""
-    steps: list[Callable[[], Check | list[Check]]] = [
-        lambda: _check_settings(environ),
-        lambda: _check_memory_dir(store),
-        lambda: _check_files(store),
-        lambda: _check_temp_files(store),
-        lambda: _check_ledger(store),
-        lambda: _check_index(store),
-        lambda: _check_search_backend(store, environ),
-        lambda: _check_integrations(environ),
-    ]
-    if validate_key:
-        steps.append(lambda: _check_provider(environ))
     out: list[Check] = []
-    for step in steps:
-        result = step()
+    for name, step in _steps(store, environ, validate_key=validate_key):
+        try:
+            result = step()
+        except Exception as exc:  # a check that fails is a report line, never a traceback
+            if os.environ.get("OM_DEBUG") and explain(exc) is None:
+                raise
+            out.append(_crashed(name, exc))
+            continue
         out.extend(result if isinstance(result, list) else [result])
     return out
+
+
+def _steps(
+    store: MemoryStore, environ: Mapping[str, str] | None, *, validate_key: bool
+) -> list[tuple[str, Callable[[], Check | list[Check]]]]:
+    """Every check in order, each with the name its line takes if it cannot run at all."""
+    steps: list[tuple[str, Callable[[], Check | list[Check]]]] = [
+        ("settings", lambda: _check_settings(environ)),
+        ("memory directory", lambda: _check_memory_dir(store)),
+        ("memory files", lambda: _check_files(store)),
+        ("temporary files", lambda: _check_temp_files(store)),
+        ("provenance ledger", lambda: _check_ledger(store)),
+        ("search index", lambda: _check_index(store)),
+        ("databases", lambda: _check_databases(store)),
+        ("search backend", lambda: _check_search_backend(store, environ)),
+        ("integrations", lambda: _check_integrations(environ)),
+    ]
+    if validate_key:
+        steps.append(("llm provider", lambda: _check_provider(environ)))
+    return steps
+
+
+def _crashed(name: str, exc: Exception) -> Check:
+    failure = explain(exc)
+    if failure is not None:
+        return Check(name, "fail", f"cannot check: {failure.message}", failure.hint or "")
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    return Check(
+        name,
+        "fail",
+        f"cannot check: {type(exc).__name__}: {detail}",
+        "set OM_DEBUG=1 and run `om doctor` to see the traceback, and please report it",
+    )

@@ -17,7 +17,9 @@ The tree::
     └── UsageError               a command was given arguments it cannot act on
 
 The CLI prints ``str(err)`` on one line and exits with status 2; library callers can catch
-``OmError`` to handle them all. Anything else escaping is a bug.
+``OmError`` to handle them all. An ``OSError`` or ``sqlite3`` error that escapes a command is
+turned into one of these by ``os_failure`` / ``sqlite_failure`` (what failed where, and the fix
+its kind calls for); anything else escaping is a bug.
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ __all__ = [
     "SettingsError",
     "StateError",
     "UsageError",
+    "explain",
+    "os_failure",
+    "sqlite_failure",
+    "sqlite_hint",
 ]
 
 
@@ -136,3 +142,106 @@ class IntegrationError(OmError):
 
 class UsageError(OmError):
     """A command or function was called with arguments it cannot act on."""
+
+
+def _blocking_folder(path: str) -> tuple[str, str] | None:
+    """The first folder on the way to ``path`` that is in the way: a file where a folder is
+    expected (``"file"``), or a folder this process may not enter (``"denied"``)."""
+    import os
+
+    parts = os.path.abspath(path).split(os.sep)
+    for depth in range(2, len(parts) + 1):
+        here = os.sep.join(parts[:depth]) or os.sep
+        if not os.path.lexists(here):
+            return None
+        if depth < len(parts) and not os.path.isdir(here):
+            return here, "file"
+        if os.path.isdir(here) and not os.access(here, os.R_OK | os.W_OK | os.X_OK):
+            return here, "denied"
+    return None
+
+
+def os_failure(exc: OSError) -> OmError:
+    """A one-line ``OmError`` for an ``OSError`` that escaped: what could not be done to which
+    path, and how to fix it (by the error's kind)."""
+    import errno
+
+    path = exc.filename if isinstance(exc.filename, str) else None
+    where = f" {path}" if path else ""
+    reason = exc.strerror or type(exc).__name__
+    code = exc.errno
+    blocking = _blocking_folder(path) if path else None
+    if blocking and blocking[1] == "file":
+        return MemoryDirError(
+            f"cannot use{where}: {blocking[0]} is a file where om expects a folder",
+            f"move {blocking[0]} away, or point OM_HOME (or OM_STATE_DIR) elsewhere",
+        )
+    if code in (errno.EACCES, errno.EPERM):
+        folder = blocking[0] if blocking else (path or "the memory directory")
+        return MemoryDirError(
+            f"cannot read or write{where}: {reason}",
+            f"om needs to read and write {folder}: run chmod u+rwx {folder}"
+            if blocking
+            else f"check the permissions of {folder}",
+        )
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return MemoryDirError(
+            f"cannot write{where}: {reason}", "free some disk space and run the command again"
+        )
+    if code == errno.EROFS:
+        return MemoryDirError(
+            f"cannot write{where}: {reason}",
+            "make the file system writable, or point OM_HOME elsewhere",
+        )
+    if code == errno.EISDIR:
+        return MemoryDirError(
+            f"cannot use{where}: it is a folder where om expects a file", f"move{where} away"
+        )
+    if code == errno.ENOTDIR:
+        import os
+
+        what = "it is" if path and os.path.isfile(path) else "a part of it is"
+        return MemoryDirError(
+            f"cannot use{where}: {what} a file where om expects a folder",
+            "move that file away, or point OM_HOME (or OM_STATE_DIR) elsewhere",
+        )
+    return MemoryDirError(f"cannot use{where}: {reason}", "run `om doctor` to check the memory")
+
+
+def sqlite_hint(exc: Exception, path: object = None) -> str | None:
+    """How to fix an ``sqlite3`` error that is not damage (a full disk, a read-only file, a busy
+    database, a folder it cannot be created in), naming ``path`` when given; None otherwise."""
+    low = str(exc).lower()
+    if "full" in low:
+        return "free some disk space and run the command again"
+    if "readonly" in low or "read-only" in low:
+        if path is not None:
+            return f"make {path} and its -wal and -shm files writable: chmod 600 {path}*"
+        return "make the database and its -wal and -shm files writable (chmod 600), then retry"
+    if "locked" in low or "busy" in low:
+        return "another om process is using it; try again in a moment"
+    if "unable to open" in low:
+        return "check that the folder holding it exists and is writable"
+    return None
+
+
+def sqlite_failure(exc: Exception, what: str = "a database of om's") -> OmError:
+    """A one-line ``OmError`` for an ``sqlite3`` error that escaped, with the fix its kind
+    calls for (a full disk, a read-only file, a busy or a damaged database)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    hint = sqlite_hint(exc) or "run `om doctor`, which checks each of om's databases"
+    return StateError(f"cannot use {what}: {text}", hint)
+
+
+def explain(exc: BaseException) -> OmError | None:
+    """The one-line error for a failure the user can fix: om's own, or an ``OSError`` or
+    ``sqlite3`` error the system raised; None for anything else (a bug)."""
+    import sqlite3
+
+    if isinstance(exc, OmError):
+        return exc
+    if isinstance(exc, OSError):
+        return os_failure(exc)
+    if isinstance(exc, sqlite3.Error):
+        return sqlite_failure(exc)
+    return None

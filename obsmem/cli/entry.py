@@ -4,14 +4,40 @@ so is ``om worker``, the background process hooks start."""
 
 from __future__ import annotations
 
+import os
 import sys
 
-__all__ = ["main"]
+__all__ = ["main", "silence_stdout"]
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null once its reader went away (``om context | head -c1``), so
+    nothing written later, nor the flush at exit, fails again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def main() -> None:
-    """Run ``om``: the fast path for ``om context``, the full command line for everything else."""
-    argv = sys.argv[1:]
+    """Run ``om``: the fast path for ``om context``, the full command line for everything else.
+
+    Output piped into a reader that stops early (``head``) ends the command quietly with status
+    0, as ``cat`` or ``grep`` would end: no message, no traceback.
+    """
+    try:
+        try:
+            _run(sys.argv[1:])
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+        sys.exit(0)
+
+
+def _run(argv: list[str]) -> None:
     if argv and argv[0] == "context":
         from obsmem.context.startup import fast_main
 

@@ -1,20 +1,22 @@
 """The ``om`` command: a thin adapter over the library. Parse, call one function, format.
 
-Errors om raises on purpose (``OmError``) print one line and exit 2; anything else is a bug and
-prints one line too (the traceback only with ``OM_DEBUG=1``), exiting 70.
+Errors om raises on purpose (``OmError``) print one line and exit 2, and so do the ``OSError``
+and ``sqlite3`` errors that reach here (a folder that cannot be read, a file where a folder
+should be, a full disk): ``obsmem.errors.explain`` says what failed and how to fix it. Anything
+else is a bug and prints one line too (the traceback only with ``OM_DEBUG=1``), exiting 70.
+Output into a pipe whose reader went away ends quietly, status 0.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from functools import cached_property
 from typing import Any
 
 import click
 
 from obsmem import __version__
-from obsmem.errors import OmError
+from obsmem.errors import explain
 from obsmem.memory.store import MemoryStore
 from obsmem.settings import Settings, load_settings
 
@@ -44,9 +46,6 @@ class OmGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except OmError as exc:
-            click.echo(f"om: error: {exc}", err=True)
-            ctx.exit(EXIT_ERROR)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except KeyboardInterrupt:
@@ -54,13 +53,19 @@ class OmGroup(click.Group):
             ctx.exit(130)
         except BrokenPipeError:
             # Output piped into `head` and the like: not an error worth a message.
-            sys.stderr.close()
+            from obsmem.cli.entry import silence_stdout
+
+            silence_stdout()
             ctx.exit(0)
         except Exception as exc:
+            failure = explain(exc)
+            if failure is not None:
+                click.echo(f"om: error: {' '.join(str(failure).split())}", err=True)
+                ctx.exit(EXIT_ERROR)
             if os.environ.get("OM_DEBUG"):
                 raise
             click.echo(
-                f"om: internal error: {type(exc).__name__}: {exc} "
+                f"om: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
                 "(set OM_DEBUG=1 to see the traceback, and please report it)",
                 err=True,
             )

@@ -28,6 +28,7 @@ from typing import TypeVar
 from obsmem.errors import IndexError_
 from obsmem.index.schema import SchemaTooNew, migrate, missing_tables
 from obsmem.memory.atomic import FILE_MODE, ensure_dir, memory_lock
+from obsmem.sources.state import writable_companions
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -144,6 +145,7 @@ def _connect(path: Path, *, check: bool) -> sqlite3.Connection:
     """Open, configure, check and migrate; raise ``_Unusable`` for a damaged database."""
     try:
         _create_private(path)
+        writable_companions(path)
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     except OSError as exc:
         raise IndexError_(

@@ -33,7 +33,12 @@ from obsmem.errors import StateError, UsageError
 from obsmem.index.query import fts_query
 from obsmem.memory.atomic import ensure_dir
 from obsmem.sources.model import Turn
-from obsmem.sources.state import immediate_transaction, retry_locked
+from obsmem.sources.state import (
+    immediate_transaction,
+    open_hint,
+    retry_locked,
+    writable_companions,
+)
 
 if TYPE_CHECKING:
     from obsmem.memory.store import MemoryStore
@@ -131,6 +136,7 @@ class TurnStore:
 
     def _open(self) -> sqlite3.Connection:
         ensure_dir(self.path.parent)
+        writable_companions(self.path)
         try:
             conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
             conn.execute("PRAGMA busy_timeout = 30000")
@@ -148,8 +154,12 @@ class TurnStore:
         except sqlite3.DatabaseError as exc:
             raise StateError(
                 f"cannot open the transcript turns {self.path}: {exc}",
-                "move the file away (the turns kept so far are then forgotten; new ones are "
-                "kept again) or set OM_RAW_TURNS=off",
+                open_hint(
+                    exc,
+                    self.path,
+                    "the turns kept so far are then forgotten; new ones are kept again; or set "
+                    "OM_RAW_TURNS=off",
+                ),
             ) from None
         with contextlib.suppress(OSError):
             os.chmod(self.path, 0o600)

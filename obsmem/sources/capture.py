@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from obsmem import paths
-from obsmem.errors import UsageError
+from obsmem.errors import OmError, UsageError
 from obsmem.sources.model import ReadResult
 from obsmem.sources.normalise import clip
 from obsmem.sources.redact import redact
@@ -253,7 +253,13 @@ class CaptureRun:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.state.release_all(self.owner)
+        try:
+            self.state.release_all(self.owner)
+        except OmError:
+            if exc is None:
+                raise
+            # The error that ended the run is the one to report (a full disk makes this fail
+            # too); the leases expire on their own.
 
     def claim(
         self,

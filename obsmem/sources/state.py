@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from obsmem.errors import StateError
+from obsmem.errors import StateError, sqlite_hint
 from obsmem.memory.atomic import ensure_dir
 from obsmem.sources.redact_paths import redact_path
 
@@ -48,7 +48,9 @@ __all__ = [
     "immediate_transaction",
     "locate_transcript",
     "new_owner",
+    "open_hint",
     "retry_locked",
+    "writable_companions",
 ]
 
 #: How many leading bytes of a file identify it (compared when the file changed).
@@ -202,12 +204,33 @@ def _hold(conn: sqlite3.Connection, owner: str, path: Path) -> None:
         )
 
 
+def writable_companions(db_path: Path) -> None:
+    """Give SQLite's ``-wal`` and ``-shm`` files beside ``db_path`` back their write bit.
+
+    SQLite creates them with the database file's mode: a database made read-only for a while
+    (``chmod 400``) leaves a 0400 ``-shm`` that keeps every later open failing ("attempt to
+    write a readonly database") after the database itself is writable again. They are om's own
+    scratch files, so once the database is writable they are made 0600 too.
+    """
+    try:
+        if not db_path.stat().st_mode & 0o200:
+            return
+        for suffix in ("-wal", "-shm"):
+            side = db_path.with_name(db_path.name + suffix)
+            with contextlib.suppress(FileNotFoundError):
+                if not side.stat().st_mode & 0o200:
+                    os.chmod(side, 0o600)
+    except OSError:
+        return  # the open that follows reports what is wrong
+
+
 class CaptureState:
     """The cursor and lease tables of one memory directory."""
 
     def __init__(self, db_path: Path) -> None:
         self.db_path = db_path
         ensure_dir(db_path.parent)
+        writable_companions(db_path)
         try:
             self.conn = sqlite3.connect(db_path, timeout=30.0, isolation_level=None)
             self.conn.execute("PRAGMA busy_timeout = 30000")
@@ -217,8 +240,7 @@ class CaptureState:
         except sqlite3.DatabaseError as exc:
             raise StateError(
                 f"cannot open capture state {db_path}: {exc}",
-                "run `om doctor`; if the file is damaged, move it away (transcripts are then "
-                "read again and de-duplicated)",
+                open_hint(exc, db_path, "transcripts are then read again and de-duplicated"),
             ) from None
         with contextlib.suppress(OSError):
             os.chmod(db_path, 0o600)
@@ -395,8 +417,22 @@ class CaptureState:
 
     def release_all(self, owner: str) -> None:
         """Give back every lease ``owner`` holds (end of a run, or after an error)."""
-        with self.transaction() as conn:
-            conn.execute("DELETE FROM leases WHERE owner = ?", (owner,))
+        try:
+            with self.transaction() as conn:
+                conn.execute("DELETE FROM leases WHERE owner = ?", (owner,))
+        except sqlite3.Error as exc:
+            raise StateError(
+                f"cannot write capture state {self.db_path}: {exc}",
+                open_hint(exc, self.db_path, "the leases expire on their own"),
+            ) from None
+
+
+def open_hint(exc: sqlite3.Error, db_path: Path, loss: str) -> str:
+    """How to fix a database of om's that cannot be opened or written; ``loss`` says what moving
+    a damaged one away costs."""
+    return sqlite_hint(exc, db_path) or (
+        f"run `om doctor`; if the file is damaged, move it away ({loss})"
+    )
 
 
 # What redaction puts in place of a secret; a stored path without one is the real path.
