@@ -15,6 +15,7 @@ from pathlib import Path
 
 from obsmem import paths
 from obsmem.errors import MemoryFileError, UsageError
+from obsmem.memory import guard
 from obsmem.memory.atomic import atomic_write, ensure_dir, memory_lock
 from obsmem.memory.ledger import append_provenance, read_ledger
 from obsmem.memory.markdown import encode
@@ -166,9 +167,12 @@ class MemoryStore:
 
     # -- reading ------------------------------------------------------------------------------
     def read_bytes(self, path: Path) -> bytes:
-        """A memory file's bytes (empty when it does not exist)."""
+        """A memory file's bytes (empty when it does not exist).
+
+        Under the lock, the read is one a write may be based on: it waits for a file being
+        saved to settle, and the write checks the file did not change since (``guard``)."""
         try:
-            return path.read_bytes()
+            return guard.read_for_write(path)
         except FileNotFoundError:
             return b""
         except IsADirectoryError:
@@ -237,7 +241,8 @@ class MemoryStore:
         batch = list(observations)
         if not batch and not context:
             return []
-        with self.lock():
+
+        def merge() -> list[Observation]:
             doc = self.read_observations()
             lines, added = doc.merged(batch, context)
             if lines is doc.lines:
@@ -246,7 +251,10 @@ class MemoryStore:
                 self.ledger_path, ((o.id, o.provenance) for o in added if o.provenance is not None)
             )
             atomic_write(self.observations_path, encode("".join(lines)))
-        return added
+            return added
+
+        with self.lock():
+            return guard.retry_changed(merge)
 
     def recent_observations(self, limit: int = 200) -> list[Observation]:
         """The last ``limit`` observations of ``observations.md``, oldest first."""
