@@ -152,6 +152,13 @@ def _check_ledger(store: MemoryStore) -> Check:
     return Check("provenance ledger", "ok", f"{len(entries)} entries")
 
 
+def _check_missing(store: MemoryStore, restore: bool) -> Check:
+    from obsmem.memory.restore import check_missing
+
+    verdict, detail, fix = check_missing(store, restore=restore)
+    return Check("observations kept", verdict, detail, fix)
+
+
 def _check_index(store: MemoryStore) -> Check:
     from obsmem.index import index_status, rebuild
 
@@ -279,16 +286,21 @@ def _check_integrations(environ: Mapping[str, str] | None) -> list[Check]:
 
 
 def run_checks(
-    store: MemoryStore, environ: Mapping[str, str] | None = None, *, validate_key: bool = False
+    store: MemoryStore,
+    environ: Mapping[str, str] | None = None,
+    *,
+    validate_key: bool = False,
+    restore: bool = False,
 ) -> list[Check]:
     """Run every check in order and return their verdicts; ``validate_key`` adds one live call
-    to the configured LLM provider."""
+    to the configured LLM provider, ``restore`` puts back observations missing from memory."""
     steps: list[Callable[[], Check | list[Check]]] = [
         lambda: _check_settings(environ),
         lambda: _check_memory_dir(store),
         lambda: _check_files(store),
         lambda: _check_temp_files(store),
         lambda: _check_ledger(store),
+        lambda: _check_missing(store, restore),
         lambda: _check_index(store),
         lambda: _check_search_backend(store, environ),
         lambda: _check_integrations(environ),

@@ -140,8 +140,9 @@ def stray_temp_files(folder: Path, min_age: float = 300.0) -> list[Path]:
     return sorted(out)
 
 
-def append_line(path: Path, line: str) -> None:
-    """Append one line to an append-only log and fsync it (creating the file 0600)."""
+def append_line(path: Path, line: str, *, sync: bool = True) -> None:
+    """Append one line to an append-only log and fsync it (creating the file 0600); with
+    ``sync=False`` the fsync is left to the system."""
     ensure_dir(path.parent)
     data = (line.rstrip("\n") + "\n").encode("utf-8")
     try:
@@ -151,7 +152,8 @@ def append_line(path: Path, line: str) -> None:
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 data = b"\n" + data  # a crash left a torn last line: never glue onto it
             os.write(fd, data)
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
     except OSError as exc:

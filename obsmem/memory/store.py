@@ -17,7 +17,7 @@ from obsmem import paths
 from obsmem.errors import MemoryFileError, UsageError
 from obsmem.memory import guard
 from obsmem.memory.atomic import atomic_write, ensure_dir, memory_lock
-from obsmem.memory.ledger import append_provenance, read_ledger
+from obsmem.memory.ledger import append_observations, append_written, read_ledger
 from obsmem.memory.markdown import encode
 from obsmem.memory.model import (
     DEFAULT_IMPORTANCE,
@@ -234,9 +234,9 @@ class MemoryStore:
 
         Ids already present are skipped, so adding the same batch twice writes it once.
         ``context`` maps a day to its new Current Context pairs (``{"Active task": ...}``).
-        Provenance goes to the ledger first (fsynced), then the markdown is replaced atomically,
-        observations and context in one write. However many days a batch touches, the file is
-        parsed once and written once.
+        Provenance and the lines go to the ledger first (fsynced), then the markdown is replaced
+        atomically, observations and context in one write, and the ledger notes it was written.
+        However many days a batch touches, the file is parsed once and written once.
         """
         batch = list(observations)
         if not batch and not context:
@@ -247,10 +247,11 @@ class MemoryStore:
             lines, added = doc.merged(batch, context)
             if lines is doc.lines:
                 return []
-            append_provenance(
-                self.ledger_path, ((o.id, o.provenance) for o in added if o.provenance is not None)
-            )
+            # Each line goes to the ledger too, so a line lost to a stale editor buffer can be
+            # put back (om doctor --restore).
+            append_observations(self.ledger_path, added)
             atomic_write(self.observations_path, encode("".join(lines)))
+            append_written(self.ledger_path, (o.id for o in added))
             return added
 
         with self.lock():
