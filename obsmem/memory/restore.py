@@ -22,7 +22,6 @@ from obsmem.memory.store import MemoryStore
 __all__ = ["MissingReport", "check_missing", "find_missing", "restore_missing"]
 
 Verdict = Literal["ok", "fail", "repaired"]
-_ARCHIVE = "observations"  # archive/observations/YYYY-MM.md, as obsmem.reflect.archive writes
 
 
 @dataclass
@@ -40,7 +39,7 @@ class MissingReport:
 
 def _present(store: MemoryStore) -> set[str]:
     ids = store.read_observations().ids()
-    folder = store.archive_dir / _ARCHIVE
+    folder = store.observations_archive_dir
     if folder.is_dir():
         for path in sorted(folder.glob("*.md")):
             ids |= store.read_observations(path).ids()
@@ -80,7 +79,7 @@ def restore_missing(store: MemoryStore) -> MissingReport:
             obs = _observation(date, line)
             if obs is not None and obs.id == obs_id:
                 batch.append(dataclasses.replace(obs, provenance=provenance.get(obs_id)))
-        report.restored = [o.id for o in store.add_observations(batch)]
+        report.restored = [o.id for o in store.add_observations(batch, again=True)]
     return report
 
 
