@@ -187,6 +187,13 @@ def _check_ledger(store: MemoryStore) -> Check:
     return Check("provenance ledger", "ok", f"{len(entries)} entries")
 
 
+def _check_missing(store: MemoryStore, restore: bool) -> Check:
+    from obsmem.memory.restore import check_missing
+
+    verdict, detail, fix = check_missing(store, restore=restore)
+    return Check("observations kept", verdict, detail, fix)
+
+
 def _check_index(store: MemoryStore) -> Check:
     from obsmem.index import index_status, rebuild, refresh, using_index
 
@@ -379,12 +386,16 @@ def _check_integrations(environ: Mapping[str, str] | None) -> list[Check]:
 
 
 def run_checks(
-    store: MemoryStore, environ: Mapping[str, str] | None = None, *, validate_key: bool = False
+    store: MemoryStore,
+    environ: Mapping[str, str] | None = None,
+    *,
+    validate_key: bool = False,
+    restore: bool = False,
 ) -> list[Check]:
     """Run every check in order and return their verdicts; ``validate_key`` adds one live call
-    to the configured LLM provider."""
+    to the configured LLM provider, ``restore`` puts back observations missing from memory."""
     out: list[Check] = []
-    for name, step in _steps(store, environ, validate_key=validate_key):
+    for name, step in _steps(store, environ, validate_key=validate_key, restore=restore):
         try:
             result = step()
         except Exception as exc:  # a check that fails is a report line, never a traceback
@@ -397,7 +408,7 @@ def run_checks(
 
 
 def _steps(
-    store: MemoryStore, environ: Mapping[str, str] | None, *, validate_key: bool
+    store: MemoryStore, environ: Mapping[str, str] | None, *, validate_key: bool, restore: bool
 ) -> list[tuple[str, Callable[[], Check | list[Check]]]]:
     """Every check in order, each with the name its line takes if it cannot run at all."""
     steps: list[tuple[str, Callable[[], Check | list[Check]]]] = [
@@ -406,6 +417,7 @@ def _steps(
         ("memory files", lambda: _check_files(store)),
         ("temporary files", lambda: _check_temp_files(store)),
         ("provenance ledger", lambda: _check_ledger(store)),
+        ("observations kept", lambda: _check_missing(store, restore)),
         ("search index", lambda: _check_index(store)),
         ("databases", lambda: _check_databases(store)),
         ("search backend", lambda: _check_search_backend(store, environ)),

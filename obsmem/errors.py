@@ -6,6 +6,7 @@ The tree::
     ├── SettingsError            a setting has a bad value, or the settings file cannot be read
     ├── MemoryDirError           the memory directory cannot be created, read or written
     ├── MemoryFileError          a memory file cannot be read or written
+    │   └── FileChanged          a memory file changed while om was merging into it
     ├── LockTimeout              another om process held the memory lock for too long
     ├── IndexError_              the search index cannot be opened or rebuilt
     ├── StateError               the capture state (transcript cursors) cannot be read or written
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetExceeded",
+    "FileChanged",
     "IndexError_",
     "IntegrationError",
     "LockTimeout",
@@ -72,6 +74,15 @@ class MemoryDirError(OmError):
 
 class MemoryFileError(OmError):
     """A memory file cannot be read or written."""
+
+
+class FileChanged(MemoryFileError):
+    """A memory file changed (an editor saved it) between om's read and its write; om did not
+    write over it. ``path`` is the file."""
+
+    def __init__(self, message: str, hint: str | None = None, *, path: object = None) -> None:
+        super().__init__(message, hint)
+        self.path = path
 
 
 class LockTimeout(OmError):

@@ -37,7 +37,7 @@ from obsmem.index.db import using_index
 from obsmem.index.query import query_tokens
 from obsmem.index.sync import RefreshReport, entry_kind, refresh
 from obsmem.index.turns import TurnStore
-from obsmem.memory.ledger import append_forgotten, forgotten_ids, read_ledger
+from obsmem.memory.ledger import append_forgotten, forgotten_ids, read_ledger, scrub_lines
 from obsmem.memory.markdown import decode, encode, split_lines
 from obsmem.memory.observations import parse_observations
 from obsmem.memory.sections import parse_sections
@@ -279,6 +279,8 @@ def forget(
         for rel, (path, data) in hits.items():
             store.write_file(path, data)
             report.files.append(rel)
+        # The ledger keeps each observation's line (for om doctor --restore): not once forgotten.
+        scrub_lines(store.ledger_path, [*report.ids, *report.already_forgotten])
     every = [*report.ids, *report.already_forgotten]
     report.turns = _forget_turns(store, every, dry_run=False)
     _update_derived(store, report)

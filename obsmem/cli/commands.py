@@ -37,14 +37,15 @@ def status(app: App, as_json: bool) -> None:
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON array of checks.")
 @click.option("--validate-key", is_flag=True, help="Also make one tiny live call to the LLM.")
+@click.option("--restore", is_flag=True, help="Put back observations missing from memory.")
 @click.pass_context
-def doctor(ctx: click.Context, as_json: bool, validate_key: bool) -> None:
+def doctor(ctx: click.Context, as_json: bool, validate_key: bool, restore: bool) -> None:
     """Check settings, memory files and the index; exit non-zero when something is broken."""
     from obsmem.doctor import run_checks
     from obsmem.memory.store import MemoryStore
 
     # Doctor must work even when settings do not load: that is one of the things it reports.
-    checks = run_checks(MemoryStore(), validate_key=validate_key)
+    checks = run_checks(MemoryStore(), validate_key=validate_key, restore=restore)
     if as_json:
         _json([c.to_dict() for c in checks])
     else:

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from obsmem.errors import LockTimeout, MemoryDirError, MemoryFileError
+from obsmem.memory import guard
 
 __all__ = ["append_line", "atomic_write", "ensure_dir", "memory_lock", "stray_temp_files"]
 
@@ -77,8 +78,13 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
     Temp file, fsync, rename, fsync of the directory. The file keeps its mode (0600 when new),
     or gets ``mode`` before it takes the place of the old one (never after: a file holding keys
     must not be readable by others even for a moment).
+
+    When ``path`` was read under the memory lock (``guard.read_for_write``), the rename happens
+    only if the file is still the version read: otherwise ``FileChanged`` is raised and the
+    file is left as it is (see ``obsmem.memory.guard``).
     """
     ensure_dir(path.parent)
+    based_on = guard.expected(path)
     try:
         if mode is None:
             mode = path.stat().st_mode & 0o7777
@@ -93,7 +99,10 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp_name, mode)
+            os.fchmod(handle.fileno(), mode)
+            written = guard.FileStamp.of(os.fstat(handle.fileno()))
+        if based_on is not None:
+            guard.check_unchanged(path, based_on)
         os.replace(tmp_name, path)
         tmp_name = None
     except OSError as exc:
@@ -103,6 +112,9 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
     _fsync_dir(path.parent)
+    guard.wrote(path, written)
+    if based_on is not None:
+        guard.after_replace(path, based_on, lambda data: atomic_write(path, data, mode=mode))
 
 
 #: What ``atomic_write``'s temporary files are called: ``.<name>.<8 random characters>.tmp``.
@@ -128,8 +140,9 @@ def stray_temp_files(folder: Path, min_age: float = 300.0) -> list[Path]:
     return sorted(out)
 
 
-def append_line(path: Path, line: str) -> None:
-    """Append one line to an append-only log and fsync it (creating the file 0600)."""
+def append_line(path: Path, line: str, *, sync: bool = True) -> None:
+    """Append one line to an append-only log and fsync it (creating the file 0600); with
+    ``sync=False`` the fsync is left to the system."""
     ensure_dir(path.parent)
     data = (line.rstrip("\n") + "\n").encode("utf-8")
     try:
@@ -139,7 +152,8 @@ def append_line(path: Path, line: str) -> None:
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 data = b"\n" + data  # a crash left a torn last line: never glue onto it
             os.write(fd, data)
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
     except OSError as exc:
@@ -193,9 +207,11 @@ def memory_lock(lock_file: Path, timeout: float = 30.0) -> Iterator[None]:
                     time.sleep(delay)
                     delay = min(delay * 2, 0.1)
             held[key] = 1
+            guard.open_scope(fd)
             try:
                 yield
             finally:
+                guard.close_scope()
                 held.pop(key, None)
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:

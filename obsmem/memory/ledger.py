@@ -14,6 +14,12 @@ The second shape is a tombstone, written by ``om forget`` before it removes a me
 when, never the text. An id whose last entry is a tombstone is forgotten (``forgotten_ids``):
 ``read_ledger`` leaves it out, capture does not write it back, a restore skips it. A provenance
 entry after the tombstone (the user remembering the same thing again on purpose) revives it.
+
+An entry written by ``append_observations`` also keeps the observation's day and its markdown
+line (``"date"``, ``"line"``), and once the markdown write succeeded a ``{"written": [ids]}``
+note follows. Together they let ``om doctor`` find observations that were in memory and are gone
+from it (a stale editor buffer saved over them) and put them back (``obsmem.memory.restore``);
+``scrub_lines`` drops the lines of forgotten ids, so a tombstone leaves no text behind.
 """
 
 from __future__ import annotations
@@ -21,13 +27,26 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from obsmem.memory.atomic import append_line
-from obsmem.memory.model import Provenance
+from obsmem.memory.atomic import append_line, atomic_write
+from obsmem.memory.lines import render_observation
+from obsmem.memory.model import Observation, Provenance
 
-__all__ = ["append_forgotten", "append_provenance", "forgotten_ids", "read_ledger"]
+__all__ = [
+    "Journal",
+    "append_forgotten",
+    "append_observations",
+    "append_provenance",
+    "append_written",
+    "forgotten_ids",
+    "read_journal",
+    "read_ledger",
+    "scrub_lines",
+    "settled_ids",
+]
 
 _TOMBSTONE = b'"forgotten"'
 
@@ -47,6 +66,29 @@ def append_forgotten(path: Path, ids: Iterable[str], when: datetime | None = Non
     if lines:
         append_line(path, "\n".join(lines))
     return len(lines)
+
+
+def append_observations(path: Path, observations: Iterable[Observation]) -> int:
+    """Append one entry per observation about to be written: its provenance (when known), its
+    day and its markdown line. Fsynced, before the markdown write."""
+    lines = []
+    for obs in observations:
+        record: dict[str, object] = {"id": obs.id}
+        if obs.provenance is not None:
+            record["provenance"] = obs.provenance.to_dict()
+        record |= {"date": obs.date, "line": render_observation(obs)}
+        lines.append(_record(record))
+    if lines:
+        append_line(path, "\n".join(lines))
+    return len(lines)
+
+
+def append_written(path: Path, ids: Iterable[str]) -> None:
+    """Note that these ids' markdown write succeeded. Not fsynced: a note lost to a power cut
+    only means those ids are not checked by ``om doctor``."""
+    wanted = list(ids)
+    if wanted:
+        append_line(path, json.dumps({"written": wanted}, separators=(",", ":")), sync=False)
 
 
 def _record(record: dict[str, object]) -> str:
@@ -71,9 +113,14 @@ def _scan(data: bytes) -> tuple[dict[str, Provenance], dict[str, str], int]:
             continue
         try:
             record = json.loads(raw)
+            if raw.startswith(b'{"written"') and isinstance(record.get("written"), list):
+                continue  # a written note (see append_written)
             obs_id = str(record["id"])
             if "forgotten" in record and "provenance" not in record:
                 forgotten[obs_id] = str(record["forgotten"])
+                continue
+            if "provenance" not in record and "line" in record and "date" in record:
+                forgotten.pop(obs_id, None)  # an observation without provenance, written again
                 continue
             provenance[obs_id] = Provenance.from_dict(dict(record["provenance"]))
             forgotten.pop(obs_id, None)
@@ -129,3 +176,96 @@ def forgotten_ids(path: Path) -> dict[str, str]:
     found = _scan(data)[1] if _TOMBSTONE in data else {}
     _CACHE[str(path)] = (key, found)
     return dict(found)
+
+
+@dataclass
+class Journal:
+    """What the ledger knows beyond provenance: each id's day and line, and which ids reached
+    the markdown."""
+
+    lines: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (date, line)
+    written: set[str] = field(default_factory=set)
+
+
+def _objects(data: bytes) -> Iterable[dict[str, object]]:
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(record, dict):
+            yield record
+
+
+def read_journal(path: Path) -> Journal:
+    """The ledger's observation lines and written notes (unreadable lines skipped)."""
+    journal = Journal()
+    for record in _objects(_read(path)):
+        written = record.get("written")
+        if isinstance(written, list):
+            journal.written.update(str(i) for i in written)
+            continue
+        date, line = record.get("date"), record.get("line")
+        if "id" in record and isinstance(date, str) and isinstance(line, str):
+            journal.lines[str(record["id"])] = (date, line)
+    return journal
+
+
+def scrub_lines(path: Path, ids: Iterable[str]) -> int:
+    """Rewrite the ledger without the day and line of ``ids`` (forgotten: no text may stay);
+    return how many entries lost their line. Call under the memory lock."""
+    wanted = set(ids)
+    data = _read(path)
+    if not wanted or b'"line"' not in data:
+        return 0
+    out: list[bytes] = []
+    changed = 0
+    for raw in data.split(b"\n"):
+        try:
+            record = json.loads(raw) if b'"line"' in raw else None
+        except (ValueError, RecursionError):
+            record = None
+        if isinstance(record, dict) and str(record.get("id")) in wanted and "line" in record:
+            record.pop("line", None)
+            record.pop("date", None)
+            changed += 1
+            if "provenance" not in record:
+                continue  # nothing left worth keeping
+            raw = _record(record).encode("utf-8")
+        out.append(raw)
+    if changed:
+        atomic_write(path, b"\n".join(out))
+    return changed
+
+
+# path -> (inode, bytes read, ids): the ledger only grows, or is replaced (scrub_lines).
+_SETTLED: dict[str, tuple[int, int, set[str]]] = {}
+
+
+def settled_ids(path: Path) -> set[str]:
+    """The ids whose markdown write succeeded: a new write must not add them again. Read
+    incrementally within one process (only the bytes appended since the last call)."""
+    key = str(path)
+    ino, offset, ids = _SETTLED.get(key, (0, 0, set()))
+    try:
+        with path.open("rb") as handle:
+            st = os.fstat(handle.fileno())
+            size = st.st_size
+            if st.st_ino != ino or size < offset:
+                offset, ids = 0, set()  # replaced (scrub_lines): read it all again
+            handle.seek(offset)
+            data = handle.read(size - offset)
+    except FileNotFoundError:
+        return set()
+    end = data.rfind(b"\n") + 1  # a line being appended is read next time, whole
+    ids = set(ids)
+    for raw in data[:end].split(b"\n"):
+        if raw.startswith(b'{"written"'):
+            for record in _objects(raw):
+                written = record.get("written")
+                if isinstance(written, list):
+                    ids.update(str(i) for i in written)
+    _SETTLED[key] = (st.st_ino, offset + end, ids)
+    return ids

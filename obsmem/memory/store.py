@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from obsmem import paths
 from obsmem.errors import MemoryFileError, UsageError
+from obsmem.memory import guard
 from obsmem.memory.atomic import atomic_write, ensure_dir, memory_lock
-from obsmem.memory.ledger import append_provenance, read_ledger
+from obsmem.memory.ledger import (
+    append_observations,
+    append_written,
+    forgotten_ids,
+    read_ledger,
+    settled_ids,
+)
 from obsmem.memory.markdown import encode
 from obsmem.memory.model import (
     DEFAULT_IMPORTANCE,
@@ -29,7 +36,12 @@ from obsmem.memory.model import (
 from obsmem.memory.observations import ObservationsDoc, parse_observations
 from obsmem.memory.sections import SectionsDoc, parse_sections
 
-__all__ = ["SECTION_FILES", "MemoryStore", "new_observation"]
+__all__ = ["RECENT", "SECTION_FILES", "MemoryStore", "NearDuplicates", "new_observation"]
+
+#: ``near(batch, known)``: the batch without the observations that repeat a known one.
+NearDuplicates = Callable[[list[Observation], list[Observation]], list[Observation]]
+#: How many of the file's last observations a new batch is compared with (beside its days').
+RECENT = 200
 
 _DATE = re.compile(r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])")
 _TIME = re.compile(r"([01]?\d|2[0-3]):[0-5]\d")
@@ -166,9 +178,12 @@ class MemoryStore:
 
     # -- reading ------------------------------------------------------------------------------
     def read_bytes(self, path: Path) -> bytes:
-        """A memory file's bytes (empty when it does not exist)."""
+        """A memory file's bytes (empty when it does not exist).
+
+        Under the lock, the read is one a write may be based on: it waits for a file being
+        saved to settle, and the write checks the file did not change since (``guard``)."""
         try:
-            return path.read_bytes()
+            return guard.read_for_write(path)
         except FileNotFoundError:
             return b""
         except IsADirectoryError:
@@ -225,28 +240,78 @@ class MemoryStore:
         observations: Iterable[Observation],
         *,
         context: Mapping[str, Mapping[str, str]] | None = None,
+        near: NearDuplicates | None = None,
+        again: bool = False,
     ) -> list[Observation]:
         """Merge observations into ``observations.md``; return those really added.
 
-        Ids already present are skipped, so adding the same batch twice writes it once.
+        Ids already present are skipped, so adding the same batch twice writes it once. Under
+        the lock, whatever the timing: ids in ``observations.md``, in the archive months of the
+        batch's days, and (unless ``again``: putting back lost lines, or a user saying it once
+        more) ids the ledger saw written or forgotten. ``near(batch, known)`` then drops what
+        repeats in other words what is already known: the last observations of the file and
+        every observation of the batch's days, archived ones included.
         ``context`` maps a day to its new Current Context pairs (``{"Active task": ...}``).
-        Provenance goes to the ledger first (fsynced), then the markdown is replaced atomically,
-        observations and context in one write. However many days a batch touches, the file is
-        parsed once and written once.
+        Provenance and the lines go to the ledger first (fsynced), then the markdown is replaced
+        atomically, observations and context in one write, and the ledger notes it was written.
+        However many days a batch touches, the file is parsed once and written once.
         """
         batch = list(observations)
         if not batch and not context:
             return []
-        with self.lock():
+
+        def merge() -> list[Observation]:
             doc = self.read_observations()
-            lines, added = doc.merged(batch, context)
+            fresh = self._not_known(doc, batch, near, ledger=not again)
+            lines, added = doc.merged(fresh, context)
             if lines is doc.lines:
                 return []
-            append_provenance(
-                self.ledger_path, ((o.id, o.provenance) for o in added if o.provenance is not None)
-            )
+            # Each line goes to the ledger too, so a line lost to a stale editor buffer can be
+            # put back (om doctor --restore).
+            append_observations(self.ledger_path, added)
             atomic_write(self.observations_path, encode("".join(lines)))
-        return added
+            append_written(self.ledger_path, (o.id for o in added))
+            return added
+
+        with self.lock():
+            return guard.retry_changed(merge)
+
+    @property
+    def observations_archive_dir(self) -> Path:
+        """``archive/observations/``: observation days moved out of ``observations.md``."""
+        return self.archive_dir / "observations"
+
+    def archive_month(self, month: str) -> Path:
+        """``archive/observations/YYYY-MM.md``: the observations of that month's archived days."""
+        return self.observations_archive_dir / f"{month}.md"
+
+    def _not_known(
+        self,
+        doc: ObservationsDoc,
+        batch: list[Observation],
+        near: NearDuplicates | None,
+        *,
+        ledger: bool,
+    ) -> list[Observation]:
+        """``batch`` without what memory already holds (see ``add_observations``)."""
+        if not batch:
+            return batch
+        days = {o.date for o in batch}
+        archived: list[Observation] = []
+        for month in sorted({d[:7] for d in days}):
+            path = self.archive_month(month)
+            if path.is_file():
+                archived += self.read_observations(path).observations
+        known = doc.ids() | {o.id for o in archived}
+        if ledger:
+            known |= settled_ids(self.ledger_path) | set(forgotten_ids(self.ledger_path))
+        fresh = [o for o in batch if o.id not in known]
+        if near is None or not fresh:
+            return fresh
+        same_days = [o for o in (*archived, *doc.observations) if o.date in days]
+        seen = {id(o) for o in same_days}
+        tail = [o for o in doc.observations[-RECENT:] if id(o) not in seen]
+        return near(fresh, [*same_days, *tail])
 
     def recent_observations(self, limit: int = 200) -> list[Observation]:
         """The last ``limit`` observations of ``observations.md``, oldest first."""

@@ -112,7 +112,8 @@ def remember(
     apply_floors(obs)
     recent = store.recent_observations(RECENT_WINDOW)
     same = _repeated(recent, obs)
-    added = [] if same is not None else store.add_observations([obs])
+    # again: a user saying something once more is heard, even if it was forgotten or lost.
+    added = [] if same is not None else store.add_observations([obs], again=True)
     if added:
         _refresh_context(store)
     return Remembered(

@@ -31,7 +31,7 @@ from obsmem.memory.ledger import forgotten_ids
 from obsmem.memory.store import MemoryStore
 from obsmem.observe.draft import local_date_time
 from obsmem.observe.observer import chunk_turns, observe_chunk
-from obsmem.observe.scoring import Deduper
+from obsmem.observe.scoring import Deduper, without_near_duplicates
 from obsmem.settings import Settings
 from obsmem.sources.capture import CaptureRun, Pending, ScanReport
 from obsmem.sources.claude_memory import AutoMemoryReport, scan_auto_memory
@@ -199,12 +199,12 @@ def _observe_file(
         # the cursor instead of observing these lines again.
         ids = [o.id for o in done.observations]
         run.intend(pending, last.byte_end, last.line_end, last.timestamp, ids)
-        with store.lock():
-            # Checked under the lock, so a forget that lands meanwhile is seen: what the user
-            # had forgotten is not written back when its transcript is read again.
-            forgotten = forgotten_ids(store.ledger_path)
-            fresh = [o for o in done.observations if o.id not in forgotten]
-            added = store.add_observations(fresh, context=context)
+        # Under the lock, against memory as it is then: ids in memory, the archive or the
+        # ledger (written or forgotten: what the user forgot is not written back), and near
+        # duplicates, whatever other runs wrote meanwhile.
+        added = store.add_observations(
+            done.observations, context=context, near=without_near_duplicates
+        )
         report.written += len(added)
         report.duplicates += done.dropped_duplicates + len(done.observations) - len(added)
         recent = (recent + added)[-40:]

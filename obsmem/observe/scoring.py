@@ -16,7 +16,14 @@ from itertools import pairwise
 
 from obsmem.memory.model import Observation, normalise_text, priority_for
 
-__all__ = ["FLOORS", "Deduper", "apply_floors", "bigram_jaccard", "floor_for"]
+__all__ = [
+    "FLOORS",
+    "Deduper",
+    "apply_floors",
+    "bigram_jaccard",
+    "floor_for",
+    "without_near_duplicates",
+]
 
 
 @dataclass(frozen=True)
@@ -181,3 +188,13 @@ class Deduper:
             return False
         self.remember(obs.text)
         return True
+
+
+def without_near_duplicates(
+    batch: list[Observation], known: list[Observation]
+) -> list[Observation]:
+    """``batch`` without the observations that repeat one in ``known`` or an earlier one of the
+    batch. The store calls it under the memory lock with what memory holds at that moment, so
+    two runs observing the same content at once cannot both write it."""
+    deduper = Deduper(known)
+    return [obs for obs in batch if deduper.admit(obs)]

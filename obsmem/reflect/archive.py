@@ -23,6 +23,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from obsmem.memory.atomic import atomic_write
+from obsmem.memory.guard import retry_changed
 from obsmem.memory.markdown import body, encode, heading, newline_of
 from obsmem.memory.observations import Day, ObservationsDoc, parse_observations
 from obsmem.memory.store import MemoryStore
@@ -224,19 +225,26 @@ def archive_observations(
         doc = store.read_observations()
         _plan(store, doc, report)
         return report
-    with store.lock():
+
+    def move() -> ArchiveReport:
+        # Run again from the start when an editor saved a file meanwhile (guard.retry_changed):
+        # the months already written then hold those days, which the merge recognises.
+        out = ArchiveReport(cutoff=report.cutoff)
         doc = store.read_observations()
-        months = _plan(store, doc, report)
-        if not report.days:
-            return report
+        months = _plan(store, doc, out)
+        if not out.days:
+            return out
         # Archive months first: a crash after this point leaves days in both places, which the
         # next run recognises; the other order could lose them.
         for path, data in months.items():
             atomic_write(path, data)
-            report.files.append(store.relative(path))
-        keep = _without_days(doc, {d.start for d in doc.days if d.date < report.cutoff})
+            out.files.append(store.relative(path))
+        keep = _without_days(doc, {d.start for d in doc.days if d.date < out.cutoff})
         atomic_write(store.observations_path, encode("".join(keep)))
-    return report
+        return out
+
+    with store.lock():
+        return retry_changed(move)
 
 
 def _without_days(doc: ObservationsDoc, starts: set[int]) -> list[str]:

@@ -11,6 +11,7 @@ the turns are durably handed on.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -27,7 +28,7 @@ from obsmem.sources.normalise import clip
 from obsmem.sources.redact import redact
 from obsmem.sources.redact_paths import redact_path
 from obsmem.sources.registry import AGENTS, detect_format, reader_for
-from obsmem.sources.state import CaptureState, Cursor, head_hash, new_owner
+from obsmem.sources.state import CaptureState, Cursor, new_owner, same_transcript
 
 if TYPE_CHECKING:
     from obsmem.index.turns import TurnStore
@@ -105,13 +106,7 @@ def resolve_sources(source: str) -> list[str]:
 def _start(path: Path, st: os.stat_result, cursor: Cursor | None) -> tuple[int, int, str]:
     if cursor is None:
         return 0, 0, "new"
-    replaced = (
-        st.st_ino != cursor.ino
-        or st.st_dev != cursor.dev
-        or st.st_size < cursor.offset
-        or head_hash(path, cursor.offset) != cursor.head
-    )
-    if replaced:
+    if not same_transcript(path, st, cursor):
         return 0, 0, "replaced"
     return cursor.offset, cursor.line, "grown"
 
@@ -134,6 +129,8 @@ def plan_file(
     offset, line, reason = _start(path, st, cursor)
     pending = Pending(path, agent, st, offset, line, reason)
     if pending.new_bytes == 0:
+        if cursor is not None and (st.st_ino, st.st_dev) != (cursor.ino, cursor.dev):
+            return None, "same content"  # replaced by the same bytes: scan rebinds the cursor
         return None, "unchanged"
     threshold = min_new if min_new is not None else min_new_bytes(st.st_size)
     if not flush and pending.new_bytes < threshold:
@@ -161,8 +158,12 @@ def scan(
             )
             if pending is not None:
                 report.pending.append(pending)
-            elif why == "unchanged":
+            elif why in ("unchanged", "same content"):
                 report.unchanged += 1
+                cursor = cursors.get(str(path))
+                if why == "same content" and cursor is not None:
+                    with contextlib.suppress(OSError):
+                        state.rebind(cursor, path.stat())
             elif why == "below threshold":
                 report.below_threshold += 1
             else:

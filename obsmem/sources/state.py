@@ -4,10 +4,14 @@ State lives in its own SQLite database (``paths.state_db_path()``), not in the i
 derived and may be deleted at any time, the cursors may not.
 
 A cursor is a byte offset that only ever ends just after a complete line, with the file's
-identity (device, inode), the size and mtime it had, and a hash of its first bytes. A file whose
-inode changed, that shrank below the cursor, or whose first bytes differ was replaced: it is read
-again from the start. A cursor moves only through ``advance``, which the capture run calls after
-what the bytes produced is durably in memory, and only while its caller holds the file's lease.
+identity (device, inode), the size and mtime it had, and two hashes: of its first bytes, and of
+the content up to the cursor (every byte up to 64 KB; beyond, the first and last 16 KB and evenly
+spaced samples). A file that shrank below the cursor or whose first bytes differ was replaced: it
+is read again from the start. A file with a new inode (an atomic save, a sync client, a restore)
+is the same transcript when its content up to the cursor is the same, and keeps its cursor;
+otherwise it too is read from the start. A cursor moves only through ``advance``, which the
+capture run calls after what the bytes produced is durably in memory, and only while its caller
+holds the file's lease.
 
 The cursors are keyed by a file's real path, the one that opens it, even when a secret in it
 (a folder named after a working directory) is redacted everywhere else: provenance, the index
@@ -44,12 +48,15 @@ __all__ = [
     "HEAD_BYTES",
     "CaptureState",
     "Cursor",
+    "content_hash",
     "head_hash",
+    "identity",
     "immediate_transaction",
     "locate_transcript",
     "new_owner",
     "open_hint",
     "retry_locked",
+    "same_transcript",
     "writable_companions",
 ]
 
@@ -142,6 +149,55 @@ def head_hash(path: Path, length: int) -> str:
     except OSError:
         return ""
     return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+#: Up to this offset the content hash covers every byte; beyond, the ends and samples.
+CONTENT_FULL = 64 * 1024
+_CONTENT_END = 16 * 1024
+_SAMPLES, _SAMPLE = 32, 512
+
+
+def content_hash(path: Path, offset: int) -> str:
+    """A hash of ``path``'s content up to ``offset`` ('' when unreadable or shorter): every
+    byte up to ``CONTENT_FULL``; beyond, the first and last 16 KB and 32 evenly spaced 512-byte
+    samples, so a long transcript costs a few small reads, not a read of all of it."""
+    digest = hashlib.blake2b(str(offset).encode(), digest_size=12)
+    try:
+        with path.open("rb") as handle:
+            fd = handle.fileno()
+            if offset <= CONTENT_FULL:
+                spans = [(0, offset)]
+            else:
+                step = (offset - 2 * _CONTENT_END) // (_SAMPLES + 1)
+                middle = [(_CONTENT_END + step * (k + 1), _SAMPLE) for k in range(_SAMPLES)]
+                spans = [(0, _CONTENT_END), *middle, (offset - _CONTENT_END, _CONTENT_END)]
+            for start, length in spans:
+                data = os.pread(fd, length, start)
+                if len(data) < length:
+                    return ""
+                digest.update(data)
+    except OSError:
+        return ""
+    return digest.hexdigest()
+
+
+def identity(path: Path, offset: int) -> str:
+    """What a cursor keeps to recognise its file: ``head:content`` hashes."""
+    return f"{head_hash(path, offset)}:{content_hash(path, offset)}"
+
+
+def same_transcript(path: Path, st: os.stat_result, cursor: Cursor) -> bool:
+    """Whether ``path`` (stat ``st``) still holds, up to the cursor, what the cursor read."""
+    if st.st_size < cursor.offset:
+        return False
+    head, _, content = cursor.head.partition(":")
+    if head_hash(path, cursor.offset) != head:
+        return False
+    if st.st_ino == cursor.ino and st.st_dev == cursor.dev:
+        return True
+    # A new inode: the same transcript only when the content matches (a cursor written before
+    # content hashes were kept has none, and the file is read again as before).
+    return bool(content) and content_hash(path, cursor.offset) == content
 
 
 def new_owner() -> str:
@@ -308,7 +364,7 @@ class CaptureState:
         caller must then not assume its bytes are accounted for.
         """
         key = str(path)
-        head = head_hash(path, offset)
+        head = identity(path, offset)
         size = st.st_size if size is None else size
         with self.transaction() as conn:
             _hold(conn, owner, path)
@@ -339,7 +395,7 @@ class CaptureState:
         checkpoint (``size=offset``): what follows ``offset`` is still to be read.
         """
         key = str(path)
-        head = head_hash(path, offset)
+        head = identity(path, offset)
         with self.transaction() as conn:
             _hold(conn, owner, path)
             conn.execute(
@@ -370,6 +426,17 @@ class CaptureState:
                     conn.execute(_CURSOR_UPSERT, (key, *row[:-1], _now()))
                 conn.execute("DELETE FROM intents WHERE path = ?", (key,))
         return self.cursor(key)
+
+    def rebind(self, cursor: Cursor, st: os.stat_result) -> None:
+        """Give a cursor its file's new identity (same content, new inode), so the next scan
+        of an unchanged file is a ``stat`` again. Nothing happens if the cursor moved since."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE cursors SET dev = ?, ino = ?, size = ?, mtime_ns = ?, updated_at = ? "
+                "WHERE path = ? AND ino = ? AND dev = ? AND offset = ?",
+                (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, _now(), cursor.path,
+                 cursor.ino, cursor.dev, cursor.offset),
+            )  # fmt: skip
 
     def forget(self, path: str) -> None:
         """Drop a file's cursor (it will be read again from the start)."""

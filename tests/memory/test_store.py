@@ -346,7 +346,9 @@ def test_concurrent_processes_lose_nothing(store: MemoryStore) -> None:
     entries, bad = read_ledger(store.ledger_path)
     assert bad == 0
     assert entries == {o.id: o.provenance for o in expected}
-    assert len(store.ledger_path.read_bytes().splitlines()) == WORKERS * PER_WORKER
+    lines = store.ledger_path.read_bytes().splitlines()
+    assert sum(1 for line in lines if line.startswith(b'{"written"')) == WORKERS * PER_WORKER
+    assert len(lines) == 2 * WORKERS * PER_WORKER  # an entry, then its written note
 
 
 def test_concurrent_threads_lose_nothing(store: MemoryStore) -> None:

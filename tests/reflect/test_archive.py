@@ -216,9 +216,9 @@ def test_observation_written_again_after_its_day_was_archived_is_not_duplicated(
     # Same day, same text: same id, but scored differently, so the line is not the same.
     again = new_observation("Fact zero", date="2026-04-02", type="fact", importance=0.5)
     assert again.id == first.id
-    store.add_observations([again])
+    assert store.add_observations([again]) == []  # the archive month already holds its id
     report = archive_observations(store, SETTINGS, today=date(2026, 5, 1))
-    assert report.days == ["2026-04-02"] and report.recovered == ["2026-04-02"]
+    assert report.days == []
     archived = parse_observations(month(store, "2026-04").read_bytes())
     assert [o.id for o in archived.observations] == [first.id]
     assert archived.observations[0].importance == 0.2  # the first line stays as it was
