@@ -15,7 +15,6 @@ back to the integration so it removes exactly what it added.
 from __future__ import annotations
 
 import importlib
-import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 from obsmem.errors import UsageError
 from obsmem.integrations.base import InstallContext, Plan, find_om, load_records, save_records
 from obsmem.integrations.edits import apply_edits, new_backup_folder, render_diff
+from obsmem.integrations.purge import PurgePlan, apply_purge, plan_purge
 
 __all__ = [
     "AGENTS",
@@ -64,6 +64,8 @@ class InstallReport:
     skipped: list[str] = field(default_factory=list)
     backups: list[Path] = field(default_factory=list)
     diff: str = ""
+    #: ``om uninstall --purge``: what was (or, with ``dry_run``, would be) deleted and kept.
+    purge: PurgePlan | None = None
 
     @property
     def changed(self) -> list[str]:
@@ -77,7 +79,7 @@ class InstallReport:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary."""
-        return {
+        data: dict[str, Any] = {
             "dry_run": self.dry_run,
             "changed": self.changed,
             "unchanged": [p.name for p in self.plans if not p.changed],
@@ -86,6 +88,9 @@ class InstallReport:
             "notes": self.notes,
             "files": sorted({e.target.label for p in self.plans for e in p.edits if e.changed}),
         }
+        if self.purge is not None:
+            data["purge"] = self.purge.to_dict()
+        return data
 
 
 def _context(
@@ -184,8 +189,10 @@ def uninstall(
 ) -> InstallReport:
     """Remove what ``om install`` added for ``agents`` (empty: everything it installed).
 
-    The scheduler goes when no installed agent is left. ``purge`` also deletes om's settings
-    file, its record of integrations and the memory directory (not with ``dry_run``).
+    The scheduler goes when no installed agent is left. ``purge`` also deletes the files om
+    wrote: memory, state, index, logs, settings, records and backups (see
+    :mod:`obsmem.integrations.purge`); anything else in those folders is kept and listed in
+    ``report.purge.kept``. With ``dry_run`` it only lists them.
     """
     import os
 
@@ -203,14 +210,9 @@ def uninstall(
         steps.append(("scheduler", "uninstall"))
     scheduler = str(records.get("scheduler", {}).get("kind", "auto"))
     _run_steps(steps, env, scheduler, dry_run, report)
-    if purge and not dry_run:
-        _purge(env)
+    if purge:
+        # Planned after the steps ran: they rewrite integrations.json.
+        report.purge = plan_purge(env)
+        if not dry_run:
+            apply_purge(report.purge)
     return report
-
-
-def _purge(environ: Mapping[str, str]) -> None:
-    from obsmem.paths import env_file, integrations_path, memory_dir
-
-    for path in (env_file(environ), integrations_path(environ)):
-        path.unlink(missing_ok=True)
-    shutil.rmtree(memory_dir(environ), ignore_errors=True)

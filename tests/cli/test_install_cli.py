@@ -1,0 +1,60 @@
+"""``om install`` / ``om uninstall`` as a user types them (click's CliRunner, real planners)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from obsmem.cli import cli
+from obsmem.integrations.base import load_records
+from obsmem.paths import agent_home, memory_dir
+
+
+def run(*args: str, stdin: str = "") -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _memory_with_a_user_file() -> tuple[Path, Path]:
+    home = memory_dir()
+    home.mkdir(parents=True)
+    (home / "observations.md").write_text("# Observations\n")
+    todo = home / "todo.txt"
+    todo.write_text("buy milk\n")
+    return home / "observations.md", todo
+
+
+def test_purge_dry_run_lists_each_path_and_deletes_nothing() -> None:
+    code, _, _ = run("install", "--claude", "--scheduler", "none", "--non-interactive")
+    assert code == 0
+    ours, todo = _memory_with_a_user_file()
+    code, out, _ = run("uninstall", "--purge", "--dry-run")
+    assert code == 0, out
+    assert "Nothing to change." not in out
+    assert f"  {ours}" in out and "Would delete" in out
+    assert "Kept, not om's:" in out and f"  {todo}" in out
+    assert ours.exists() and "claude" in load_records()
+
+
+def test_purge_lists_what_it_deleted_and_keeps_the_users_file() -> None:
+    run("install", "--claude", "--scheduler", "none", "--non-interactive")
+    ours, todo = _memory_with_a_user_file()
+    code, out, _ = run("uninstall", "--purge", "--non-interactive")
+    assert code == 0, out
+    assert "Deleted (om's files):" in out and f"  {ours}" in out
+    assert f"  {todo}" in out
+    assert not ours.exists() and todo.read_text() == "buy milk\n"
+
+
+def test_saying_no_to_the_purge_still_uninstalls() -> None:
+    run("install", "--claude", "--scheduler", "none", "--non-interactive")
+    ours, _ = _memory_with_a_user_file()
+    settings = agent_home("claude") / "settings.json"
+    assert "om" in settings.read_text()
+    code, out, err = run("uninstall", "--purge", stdin="n\n")
+    assert code == 0, out + err
+    assert "Not purging" in err and str(ours) in err  # the question showed what would go
+    assert ours.exists()
+    assert "claude" not in load_records()
+    assert not settings.exists()  # om created it, so uninstall removed it
