@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from tomlkit.toml_document import TOMLDocument
 
 from obsmem.doctor import Check
 from obsmem.errors import IntegrationError
-from obsmem.integrations.base import InstallContext, Plan
+from obsmem.integrations.base import InstallContext, Plan, with_paths
 from obsmem.integrations.edits import Edit, FileTarget, drop_block, has_block, set_block
 from obsmem.integrations.jsonhooks import (
     HookSpec,
@@ -89,17 +88,20 @@ def detect(ctx: InstallContext) -> bool:
 
 def _specs(ctx: InstallContext) -> list[HookSpec]:
     return [
-        HookSpec("SessionStart", ctx.command("context", "--for", NAME), 15, "startup|resume"),
-        HookSpec("Stop", ctx.command("hook", "checkpoint", "--agent", NAME), 10, None),
+        HookSpec("SessionStart", ctx.hook_command("context", "--for", NAME), 15, "startup|resume"),
+        HookSpec("Stop", ctx.hook_command("hook", "checkpoint", "--agent", NAME), 10, None),
     ]
 
 
 def _server(ctx: InstallContext) -> dict[str, Any]:
-    return {"command": ctx.om[0], "args": [*ctx.om[1:], "mcp"]}
+    server: dict[str, Any] = {"command": ctx.om[0], "args": [*ctx.om[1:], "mcp"]}
+    if ctx.carried:
+        server["env"] = ctx.carried
+    return server
 
 
 def _block(ctx: InstallContext) -> str:
-    om = shlex.join(ctx.om)
+    om = ctx.hook_command()
     return f"""## Memory (om)
 
 Your long-term memory, shared with the user's other coding agents, is kept by om as plain
@@ -190,6 +192,12 @@ def _merge_config(
     elif SERVER not in servers:
         servers[SERVER] = server
     elif is_om_server(_plain(servers[SERVER])):
+        current = _plain(servers[SERVER])
+        env = current.get("env")
+        carried = server.pop("env", {})
+        if env is not None or carried:
+            # The user's own variables stay; om's path variables follow this install.
+            server["env"] = with_paths(env if isinstance(env, Mapping) else {}, carried)
         for key, value in server.items():
             if _plain(servers[SERVER].get(key)) != value:
                 servers[SERVER][key] = value
