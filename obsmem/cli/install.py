@@ -124,6 +124,8 @@ def _report(report: InstallReport, as_json: bool) -> None:
             click.echo(f"Backup of the previous files: {backup}")
     for note in report.notes:
         click.echo(f"Note: {note}")
+    for warning in report.warnings:
+        click.echo(f"om: warning: {warning}", err=True)
     if purge is not None:
         _purge_lines(purge, report.dry_run)
     if report.skipped:

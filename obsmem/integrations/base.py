@@ -159,6 +159,8 @@ class Plan:
     record: dict[str, Any] | None = None
     #: Lines to show the user (what was found, what the user should do by hand).
     notes: list[str] = field(default_factory=list)
+    #: What the user must know: a fallback taken, one of their settings om overrides.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:

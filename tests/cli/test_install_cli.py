@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from obsmem.cli import cli
@@ -58,3 +59,44 @@ def test_saying_no_to_the_purge_still_uninstalls() -> None:
     assert ours.exists()
     assert "claude" not in load_records()
     assert not settings.exists()  # om created it, so uninstall removed it
+
+
+@pytest.fixture
+def no_scheduler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Linux machine without cron or a systemd user manager (PATH holds neither)."""
+    from obsmem.integrations import scheduler
+
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setattr(scheduler, "current_platform", lambda: "linux")
+
+
+def _agent_files() -> dict[str, bytes | None]:
+    claude, codex = agent_home("claude"), agent_home("codex")
+    files = [claude / "settings.json", claude / ".claude.json", codex / "config.toml"]
+    return {str(p): p.read_bytes() if p.exists() else None for p in files}
+
+
+def test_install_without_cron_falls_back_and_says_what_to_run(no_scheduler: None) -> None:
+    agent_home("claude").mkdir()
+    agent_home("codex").mkdir()
+    (agent_home("codex") / "config.toml").write_text('model = "o3"\n')
+    code, out, err = run("install", "--dry-run")
+    assert code == 0, out + err
+    assert "om: warning: no scheduler here" in err and "observe --source all" in err
+    assert _agent_files()[str(agent_home("codex") / "config.toml")] == b'model = "o3"\n'
+    code, out, err = run("install", "--non-interactive")
+    assert code == 0, out + err
+    assert "om: warning: no scheduler here" in err
+    assert load_records()["scheduler"]["kind"] == "none"
+    assert "claude" in load_records() and "codex" in load_records()
+
+
+def test_cron_by_name_without_cron_changes_no_file(no_scheduler: None) -> None:
+    agent_home("claude").mkdir()
+    (agent_home("claude") / "settings.json").write_text('{"model": "opus"}\n')
+    before = _agent_files()
+    code, _, err = run("install", "--claude", "--scheduler", "cron", "--non-interactive")
+    assert code == 2 and "crontab program was not found" in err
+    assert _agent_files() == before and load_records() == {}
