@@ -182,6 +182,12 @@ def plan_install(ctx: InstallContext) -> Plan:
         Edit(mcp_target, mcp_before, mcp_after, "Claude Code user-scope MCP server om"),
     ]
     plan = Plan(NAME, edits, {"settings": settings_record, "mcp": mcp_record})
+    if before and check_json_text(before, str(settings)).get("disableAllHooks") is True:
+        # Not om's to change: the user turned every hook off on purpose.
+        plan.warnings.append(
+            f"disableAllHooks is true in {settings}: Claude Code runs no hook, om's included, "
+            "until you set it to false (om left it as it is)"
+        )
     if "previous" in found:
         plan.notes.append(f"replaced another MCP server named om in {mcp}; uninstall restores it")
     if plan.changed:

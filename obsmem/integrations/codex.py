@@ -160,13 +160,15 @@ def _appendix(tables: Mapping[str, Any]) -> str:
 
 def _merge_config(
     text: str | None, ctx: InstallContext, old: Mapping[str, Any], label: str
-) -> tuple[str, dict[str, Any]]:
-    """``config.toml`` with the hooks flags and the om MCP server; and what to remember."""
+) -> tuple[str, dict[str, Any], list[str]]:
+    """``config.toml`` with the hooks flags and the om MCP server; what to remember; and the
+    user's settings om overrides (an explicit ``hooks = false``), as ``key = value`` text."""
     doc = _parse(text or "", label)
     flags: dict[str, Any] = dict(old.get("flags") or {})
     appended = [str(item) for item in old.get("appended") or []]
     record: dict[str, Any] = {"created_file": bool(old.get("created_file")) or text is None}
     new_tables: dict[str, Any] = {}
+    overridden: list[str] = []
 
     features = _table(doc, "features", label)
     if features is None:
@@ -181,6 +183,8 @@ def _merge_config(
                 if flag in features:
                     flags[flag]["value"] = _recordable(features[flag])
             if features.get(flag) is not True:
+                if flag in features:
+                    overridden.append(f"{flag} = {json.dumps(_recordable(features[flag]))}")
                 features[flag] = True
 
     server = _server(ctx)
@@ -222,7 +226,7 @@ def _merge_config(
             "add [features] hooks = true and [mcp_servers.om] by hand (docs/integrations/codex.md)",
         ) from None
     record.update(flags=flags, appended=appended)
-    return after, record
+    return after, record, overridden
 
 
 def _is_appendix(tail: Mapping[str, Any]) -> bool:
@@ -295,7 +299,7 @@ def plan_install(ctx: InstallContext) -> Plan:
     config = config_path(ctx.environ)
     config_target = FileTarget(config)
     config_before = config_target.read()
-    config_after, config_record = _merge_config(
+    config_after, config_record, overridden = _merge_config(
         config_before, ctx, same_file_record(ctx.record, "config", config), str(config)
     )
 
@@ -327,6 +331,12 @@ def plan_install(ctx: InstallContext) -> Plan:
     ):
         plan.notes.append(
             f"replaced another MCP server named om in {config}; uninstall restores it"
+        )
+    if overridden:
+        plan.warnings.append(
+            f"Codex hooks were turned off in {config} ({', '.join(overridden)}): om turned them "
+            "on so that its hooks run; om uninstall puts back what was there (to keep hooks "
+            "off, run om uninstall --codex now)"
         )
     if edits[1].changed:
         plan.notes.append(

@@ -361,3 +361,12 @@ def test_the_installed_session_start_command_runs_as_claude_code_runs_it(
     output = json.loads(done.stdout)
     assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert isinstance(output["hookSpecificOutput"]["additionalContext"], str)
+
+
+def test_disable_all_hooks_is_left_alone_with_a_warning(
+    claude_home: Path, install_context: Build
+) -> None:
+    (claude_home / "settings.json").write_text('{"disableAllHooks": true}\n')
+    plan = install(install_context())
+    assert len(plan.warnings) == 1 and "disableAllHooks" in plan.warnings[0]
+    assert json.loads((claude_home / "settings.json").read_text())["disableAllHooks"] is True

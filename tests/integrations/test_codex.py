@@ -355,3 +355,17 @@ def test_checks_follow_the_install(codex_home: Path, install_context: Build, fak
     fake_om.unlink()
     gone = {c.name: c.verdict for c in codex.checks(ctx)}
     assert gone["codex: mcp"] == "fail" and gone["codex: hook commands"] == "fail"
+
+
+def test_an_explicit_hooks_false_is_flipped_with_a_warning_and_put_back(
+    codex_home: Path, install_context: Build
+) -> None:
+    config = "[features]\nhooks = false  # I do not want hooks\nweb_search_request = true\n"
+    (codex_home / "config.toml").write_text(config)
+    plan = install(install_context())
+    assert len(plan.warnings) == 1 and "hooks = false" in plan.warnings[0]
+    assert tomllib.loads((codex_home / "config.toml").read_text())["features"]["hooks"] is True
+    again = codex.plan_install(install_context(plan.record))
+    assert again.warnings == []  # said once, when om changed it
+    uninstall(install_context(plan.record))
+    assert (codex_home / "config.toml").read_text() == config
