@@ -34,6 +34,7 @@ from obsmem.integrations.edits import (
     undo,
 )
 from obsmem.integrations.purge import PurgePlan, apply_purge, plan_purge
+from obsmem.settings import unknown_settings
 
 __all__ = [
     "AGENTS",
@@ -206,6 +207,7 @@ def install(
     steps = [("migration", "install")] + [(a, "install") for a in chosen]
     if scheduler != "none":
         steps.append(("scheduler", "install"))
+    report.extra_warnings = unknown_settings(env)
     _run_steps(steps, env, scheduler, dry_run, report)
     return report
 

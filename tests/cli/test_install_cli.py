@@ -100,3 +100,20 @@ def test_cron_by_name_without_cron_changes_no_file(no_scheduler: None) -> None:
     code, _, err = run("install", "--claude", "--scheduler", "cron", "--non-interactive")
     assert code == 2 and "crontab program was not found" in err
     assert _agent_files() == before and load_records() == {}
+
+
+def test_a_misspelled_setting_is_pointed_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    from obsmem.paths import env_file
+
+    monkeypatch.setenv("OM_LLM_PROVDER", "anthropic")
+    env_file().parent.mkdir(parents=True)
+    env_file().write_text("OM_ARCHIVE_AFTER_DAY=3\nOM_LLM_PROVIDER=none\n")
+    code, _, err = run("install", "--claude", "--dry-run", "--scheduler", "none")
+    assert code == 0
+    assert "unknown setting OM_LLM_PROVDER in the environment: did you mean OM_LLM_PROVIDER?" in err
+    assert f"unknown setting OM_ARCHIVE_AFTER_DAY in {env_file()}" in err
+    assert "did you mean OM_ARCHIVE_AFTER_DAYS?" in err
+    code, out, err = run("status")
+    assert code == 0 and "OM_LLM_PROVDER" in err and "OM_LLM_PROVDER" not in out
+    code, out, err = run("context")
+    assert code == 0 and err == "" and "PROVDER" not in out  # the hot path stays quiet
