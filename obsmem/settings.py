@@ -343,6 +343,14 @@ SPECS: tuple[SettingSpec, ...] = (
         secret=True,
     ),
     SettingSpec(
+        "OM_MCP_HTTP_TIMEOUT_SECONDS",
+        "mcp_http_timeout_seconds",
+        _float_range(0.1, 3600),
+        10.0,
+        "`om mcp --http`: seconds a client has to send a whole request, and that an idle "
+        "connection stays open; a slower or silent one is closed.",
+    ),
+    SettingSpec(
         "OM_SESSION_OBSERVER_INTERVAL_SECONDS",
         "session_observer_interval_seconds",
         _int_range(0, 86_400),
@@ -415,6 +423,7 @@ class Settings:
     archive_after_days: int = 7
     reflections_max_lines: int = 600
     mcp_token: str = field(default="", repr=False)
+    mcp_http_timeout_seconds: float = 10.0
     session_observer_interval_seconds: int = 900
     worker_max_seconds: int = 600
     worker_max_memory_mb: int = 4096
