@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -202,19 +201,20 @@ def uninstall(
     """
     from obsmem.integrations.install import uninstall as run_uninstall
 
-    if purge and not dry_run and not non_interactive and not _confirm_purge():
+    agents = [] if all_ else _chosen(flags)
+    if purge and not dry_run and not non_interactive and not _confirm_purge(agents):
         purge = False
         click.echo("Not purging: om's settings and memory stay; uninstalling the rest.", err=True)
-    agents = [] if all_ else _chosen(flags)
     report = run_uninstall(agents, dry_run=dry_run, purge=purge)
     _report(report, as_json)
 
 
-def _confirm_purge() -> bool:
+def _confirm_purge(agents: list[str]) -> bool:
     """Show what a purge would delete and keep, and ask (on stderr: stdout may be JSON)."""
-    from obsmem.integrations.purge import plan_purge
+    from obsmem.integrations.install import uninstall as run_uninstall
 
-    preview = plan_purge(os.environ)
+    preview = run_uninstall(agents, dry_run=True, purge=True).purge
+    assert preview is not None
     would = preview.would_delete()
     if not would:
         return True  # nothing to lose: no question

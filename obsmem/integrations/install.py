@@ -249,7 +249,10 @@ def uninstall(
     _run_steps(steps, env, scheduler, dry_run, report)
     if purge:
         # Planned after the steps ran: they rewrite integrations.json.
-        report.purge = plan_purge(env)
+        pending = dry_run and any(
+            e.changed and e.before is not None for plan in report.plans for e in plan.edits
+        )
+        report.purge = plan_purge(env, backups_pending=pending)
         if not dry_run:
             apply_purge(report.purge)
     return report

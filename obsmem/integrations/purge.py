@@ -78,6 +78,8 @@ class PurgePlan:
         going = {str(p) for p in self.files}
         out: list[Path] = []
         for folder in self.folders:
+            if self.backups is not None and self.backups.is_relative_to(folder):
+                continue  # it holds the backups, which stay (or will, once uninstall made them)
             try:
                 entries = [folder / name for name in os.listdir(folder)]
             except OSError:
@@ -265,11 +267,13 @@ def _logs(walker: _Walker, logs: Path) -> None:
             walker.keep(entry)
 
 
-def _config(walker: _Walker, config: Path, environ: Mapping[str, str]) -> None:
+def _config(
+    walker: _Walker, config: Path, environ: Mapping[str, str], backups_pending: bool
+) -> None:
     walker.file(paths.env_file(environ))
     walker.file(paths.integrations_path(environ))
     backups = paths.backups_dir(environ)
-    if backups.exists():
+    if backups.exists() or backups_pending:
         # The copies of the agents' files om changed are the user's way back: never purged.
         walker.plan.backups = backups
     if walker.folder(config):
@@ -290,8 +294,12 @@ def _leftovers(walker: _Walker, home: Path) -> None:
             walker.keep(entry)
 
 
-def plan_purge(environ: Mapping[str, str]) -> PurgePlan:
-    """What ``om uninstall --purge`` would delete and keep; reads, never writes."""
+def plan_purge(environ: Mapping[str, str], *, backups_pending: bool = False) -> PurgePlan:
+    """What ``om uninstall --purge`` would delete and keep; reads, never writes.
+
+    ``backups_pending``: the uninstall before the purge will back files up (a dry run has not
+    made the backups folder yet, but the real run will, and keeps it).
+    """
     walker = _Walker()
     home = paths.memory_dir(environ)
     _memory(walker, home)
@@ -299,7 +307,7 @@ def plan_purge(environ: Mapping[str, str]) -> PurgePlan:
     _sqlite(walker, paths.index_path(environ))
     _sqlite(walker, paths.turns_path(environ))
     _logs(walker, paths.logs_dir(environ))
-    _config(walker, paths.config_dir(environ), environ)
+    _config(walker, paths.config_dir(environ), environ, backups_pending)
     _leftovers(walker, home)
     return walker.finish()
 

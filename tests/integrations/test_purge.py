@@ -136,3 +136,14 @@ def test_uninstall_purge_dry_run_lists_and_keeps_everything() -> None:
     assert not listed & {str(p) for p in theirs}
     assert all(p.exists() for p in ours + theirs) and integrations_path().exists()
     assert report.to_dict()["purge"]["would_delete"]
+
+
+def test_dry_run_knows_the_uninstall_will_make_backups() -> None:
+    orchestrator.install(["claude"], scheduler="none")  # creates its files: no backup yet
+    assert not (config_dir() / "backups").exists()
+    report = orchestrator.uninstall(purge=True, dry_run=True)
+    assert report.purge is not None
+    assert config_dir() not in report.purge.would_delete()  # it will hold this run's backups
+    real = orchestrator.uninstall(purge=True)
+    assert real.purge is not None and config_dir().is_dir()
+    assert real.purge.backups == config_dir() / "backups"
