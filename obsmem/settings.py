@@ -10,6 +10,8 @@ Each setting is one row of ``SPECS``; ``docs/configuration.md`` lists them for u
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +21,16 @@ from typing import Any
 from obsmem import paths
 from obsmem.errors import SettingsError
 
-__all__ = ["PROVIDERS", "SPECS", "SettingSpec", "Settings", "load_settings", "read_env_file"]
+__all__ = [
+    "OTHER_NAMES",
+    "PROVIDERS",
+    "SPECS",
+    "SettingSpec",
+    "Settings",
+    "load_settings",
+    "read_env_file",
+    "unknown_settings",
+]
 
 PROVIDERS = (
     "auto",
@@ -332,6 +343,14 @@ SPECS: tuple[SettingSpec, ...] = (
         secret=True,
     ),
     SettingSpec(
+        "OM_MCP_HTTP_TIMEOUT_SECONDS",
+        "mcp_http_timeout_seconds",
+        _float_range(0.1, 3600),
+        10.0,
+        "`om mcp --http`: seconds a client has to send a whole request, and that an idle "
+        "connection stays open; a slower or silent one is closed.",
+    ),
+    SettingSpec(
         "OM_SESSION_OBSERVER_INTERVAL_SECONDS",
         "session_observer_interval_seconds",
         _int_range(0, 86_400),
@@ -404,6 +423,7 @@ class Settings:
     archive_after_days: int = 7
     reflections_max_lines: int = 600
     mcp_token: str = field(default="", repr=False)
+    mcp_http_timeout_seconds: float = 10.0
     session_observer_interval_seconds: int = 900
     worker_max_seconds: int = 600
     worker_max_memory_mb: int = 4096
@@ -497,3 +517,40 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             raise SettingsError(f"{spec.env}={shown} {exc}", f"change it in {where}") from None
         sources[spec.env] = origin
     return Settings(**kwargs, sources=sources, env_file=file_path)
+
+
+#: ``OM_*`` variables om reads that are not settings: where its files are, how hooks start it,
+#: and the traceback switch.
+OTHER_NAMES = (
+    "OM_HOME",
+    "OM_CONFIG_DIR",
+    "OM_ENV_FILE",
+    "OM_STATE_DIR",
+    "OM_INDEX_PATH",
+    "OM_TURNS_PATH",
+    "OM_LOG_DIR",
+    "OM_BACKUP_DIR",
+    "OM_COMMAND",
+    "OM_DEBUG",
+)
+
+
+def unknown_settings(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One warning per ``OM_*`` name set in the environment or the settings file that om does not
+    read (a typo like ``OM_LLM_PROVDER`` would otherwise be ignored without a word), with the
+    closest known name when there is one. ``om install``, ``om status`` and ``om doctor`` show
+    them; a settings file that cannot be read is reported by ``load_settings``, not here."""
+    env = os.environ if environ is None else environ
+    known = sorted({spec.env for spec in SPECS} | set(OTHER_NAMES))
+    found = [(name, "the environment") for name in sorted(env) if name.startswith("OM_")]
+    path = paths.env_file(env)
+    with contextlib.suppress(SettingsError):
+        found += [(name, str(path)) for name in read_env_file(path) if name.startswith("OM_")]
+    out: list[str] = []
+    for name, where in found:
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+        hint = f"did you mean {close[0]}?" if close else "om ignores it (docs/configuration.md)"
+        out.append(f"unknown setting {name} in {where}: {hint}")
+    return out

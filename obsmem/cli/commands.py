@@ -25,8 +25,11 @@ def _json(data: object) -> None:
 @pass_app
 def status(app: App, as_json: bool) -> None:
     """Show the memory directory, what it holds, the index and the configured LLM."""
+    from obsmem.settings import unknown_settings
     from obsmem.status import collect_status
 
+    for line in unknown_settings():
+        click.echo(f"om: warning: {line}", err=True)
     report = collect_status(app.store, app.settings)
     if as_json:
         _json(report.to_dict())

@@ -11,7 +11,10 @@ import click
 from obsmem.cli.main import cli
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from obsmem.integrations.install import InstallReport
+    from obsmem.integrations.purge import PurgePlan
 
 AGENT_FLAGS = (
     ("claude", "Claude Code"),
@@ -67,6 +70,31 @@ def _interactive(non_interactive: bool, as_json: bool) -> bool:
     return not non_interactive and not as_json and sys.stdin.isatty()
 
 
+#: Kept paths listed one by one before the rest are summed up (a memory folder in ~ has many).
+_KEPT_SHOWN = 20
+
+
+def _paths(title: str, found: list[Path]) -> None:
+    if not found:
+        return
+    click.echo(title)
+    for path in found[:_KEPT_SHOWN]:
+        click.echo(f"  {path}")
+    if len(found) > _KEPT_SHOWN:
+        click.echo(f"  ... and {len(found) - _KEPT_SHOWN} more")
+
+
+def _purge_lines(purge: PurgePlan, dry_run: bool) -> None:
+    if dry_run:
+        would = purge.would_delete()
+        _paths("Would delete (om's files):", would)
+    else:
+        _paths("Deleted (om's files):", purge.deleted)
+    _paths("Kept, not om's:", purge.kept)
+    if purge.backups is not None:
+        click.echo(f"Kept: the backups of your agents' files in {purge.backups}")
+
+
 def _report(report: InstallReport, as_json: bool) -> None:
     data = report.to_dict()
     if as_json:
@@ -74,17 +102,31 @@ def _report(report: InstallReport, as_json: bool) -> None:
             data["diff"] = report.diff
         click.echo(json.dumps(data, indent=2))
         return
+    purge = report.purge
+    purging = purge is not None and (
+        purge.would_delete() if report.dry_run else purge.deleted or purge.kept
+    )
     if report.dry_run:
-        click.echo(report.diff or "Nothing to change.", nl=not report.diff)
-        return
-    changed = report.changed
-    click.echo(f"Changed: {', '.join(changed)}" if changed else "Nothing to change.")
-    for path in data["files"]:
-        click.echo(f"  {path}")
-    for backup in report.backups:
-        click.echo(f"Backup of the previous files: {backup}")
+        if report.diff:
+            click.echo(report.diff, nl=False)
+        elif not purging:
+            click.echo("Nothing to change.")
+    else:
+        changed = report.changed
+        if changed:
+            click.echo(f"Changed: {', '.join(changed)}")
+        elif not purging:
+            click.echo("Nothing to change.")
+        for path in data["files"]:
+            click.echo(f"  {path}")
+        for backup in report.backups:
+            click.echo(f"Backup of the previous files: {backup}")
     for note in report.notes:
         click.echo(f"Note: {note}")
+    for warning in report.warnings:
+        click.echo(f"om: warning: {warning}", err=True)
+    if purge is not None:
+        _purge_lines(purge, report.dry_run)
     if report.skipped:
         click.echo(f"Skipped (not found or not installed): {', '.join(report.skipped)}")
 
@@ -143,8 +185,8 @@ def install(
 @click.option(
     "--purge",
     is_flag=True,
-    help="Also delete om's settings file and the memory directory (asks first unless "
-    "--non-interactive).",
+    help="Also delete the files om wrote: memory, state, logs, settings (asks first unless "
+    "--non-interactive; files om did not write are kept).",
 )
 @click.option("--non-interactive", is_flag=True, help="Ask nothing (for scripts).")
 @click.option("--dry-run", is_flag=True, help="Print every change as a diff; write nothing.")
@@ -152,14 +194,35 @@ def install(
 def uninstall(
     all_: bool, purge: bool, non_interactive: bool, dry_run: bool, as_json: bool, **flags: bool
 ) -> None:
-    """Remove exactly what om install added (for the agents named, or all of them)."""
-    from obsmem.integrations.install import uninstall as run_uninstall
-    from obsmem.paths import memory_dir
+    """Remove exactly what om install added (for the agents named, or all of them).
 
-    if purge and not dry_run and not non_interactive:
-        click.confirm(
-            f"Delete om's settings and the memory directory {memory_dir()} for good?", abort=True
-        )
+    With --purge, also delete the files om wrote (memory, state, index, logs, settings); files
+    om did not write are kept and listed, and a folder goes only once it is empty.
+    """
+    from obsmem.integrations.install import uninstall as run_uninstall
+
     agents = [] if all_ else _chosen(flags)
+    if purge and not dry_run and not non_interactive and not _confirm_purge(agents):
+        purge = False
+        click.echo("Not purging: om's settings and memory stay; uninstalling the rest.", err=True)
     report = run_uninstall(agents, dry_run=dry_run, purge=purge)
     _report(report, as_json)
+
+
+def _confirm_purge(agents: list[str]) -> bool:
+    """Show what a purge would delete and keep, and ask (on stderr: stdout may be JSON)."""
+    from obsmem.integrations.install import uninstall as run_uninstall
+
+    preview = run_uninstall(agents, dry_run=True, purge=True).purge
+    assert preview is not None
+    would = preview.would_delete()
+    if not would:
+        return True  # nothing to lose: no question
+    click.echo(f"--purge deletes these {len(would)} files and folders om wrote:", err=True)
+    for path in would[:_KEPT_SHOWN]:
+        click.echo(f"  {path}", err=True)
+    if len(would) > _KEPT_SHOWN:
+        click.echo(f"  ... and {len(would) - _KEPT_SHOWN} more", err=True)
+    if preview.kept:
+        click.echo(f"and keeps {len(preview.kept)} that are not om's.", err=True)
+    return click.confirm("Delete them for good?", default=False, err=True)

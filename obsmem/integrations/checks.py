@@ -1,8 +1,8 @@
 """``om doctor``'s checks of the integrations: hooks, scheduler, leftovers, modes and the queue.
 
 Each installed integration checks itself (its module's ``checks``); this module adds what is
-shared: the original tool's entries still active beside ours, the settings file's mode, and
-jobs the hooks queued that no worker took.
+shared: the original tool's entries still active beside ours, the settings file's mode and
+unknown ``OM_*`` names, and jobs the hooks queued that no worker took.
 """
 
 from __future__ import annotations
@@ -67,8 +67,20 @@ def integration_checks(environ: Mapping[str, str] | None = None) -> list[Check]:
             out.append(Check(f"integration {name}", "fail", exc.message, exc.hint or ""))
     out.extend(_legacy(env, om))
     out.append(_settings_mode(env))
+    out.extend(_setting_names(env))
     out.append(_queue(env))
     return out
+
+
+def _setting_names(environ: Mapping[str, str]) -> list[Check]:
+    """A warning for each ``OM_*`` name om does not read (a typo is otherwise silent)."""
+    from obsmem.doctor import Check
+    from obsmem.settings import unknown_settings
+
+    return [
+        Check("settings names", "warn", line, "fix the name, or remove it")
+        for line in unknown_settings(environ)
+    ]
 
 
 def _legacy(environ: Mapping[str, str], om: tuple[str, ...]) -> list[Check]:

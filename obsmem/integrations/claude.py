@@ -22,7 +22,7 @@ from typing import Any
 from obsmem.doctor import Check
 from obsmem.errors import IntegrationError
 from obsmem.integrations import jsonedit
-from obsmem.integrations.base import InstallContext, Plan
+from obsmem.integrations.base import InstallContext, Plan, with_paths
 from obsmem.integrations.edits import Edit, FileTarget
 from obsmem.integrations.jsonhooks import (
     HookSpec,
@@ -78,17 +78,22 @@ def detect(ctx: InstallContext) -> bool:
 
 
 def _specs(ctx: InstallContext) -> list[HookSpec]:
-    checkpoint = ctx.command("hook", "checkpoint", "--agent", NAME)
+    checkpoint = ctx.hook_command("hook", "checkpoint", "--agent", NAME)
     return [
-        HookSpec("SessionStart", ctx.command("context", "--for", NAME), 15),
-        HookSpec("SessionEnd", ctx.command("hook", "session-end", "--agent", NAME), 15),
+        HookSpec("SessionStart", ctx.hook_command("context", "--for", NAME), 15),
+        HookSpec("SessionEnd", ctx.hook_command("hook", "session-end", "--agent", NAME), 15),
         HookSpec("UserPromptSubmit", checkpoint, 10),
         HookSpec("PreCompact", checkpoint, 10),
     ]
 
 
 def _server(ctx: InstallContext) -> dict[str, Any]:
-    return {"type": "stdio", "command": ctx.om[0], "args": [*ctx.om[1:], "mcp"], "env": {}}
+    return {
+        "type": "stdio",
+        "command": ctx.om[0],
+        "args": [*ctx.om[1:], "mcp"],
+        "env": ctx.carried,
+    }
 
 
 def _merge_server(
@@ -115,12 +120,15 @@ def _merge_server(
         if SERVER in servers:
             found["previous"] = current
         return jsonedit.set_member(text, span, SERVER, server), found
-    # Ours already: refresh what starts it, keep anything the user added (env, timeouts).
-    for key in ("command", "args"):
-        if current.get(key) != server[key]:
+    # Ours already: refresh what starts it and where its memory is; keep anything else the
+    # user added (their own env variables, timeouts).
+    env = current.get("env")
+    wanted = {**server, "env": with_paths(env if isinstance(env, Mapping) else {}, server["env"])}
+    for key in ("command", "args", "env"):
+        if current.get(key) != wanted[key] and (key != "env" or env is not None or wanted[key]):
             where = jsonedit.locate(text, ["mcpServers", SERVER])
             assert where is not None
-            text = jsonedit.set_member(text, where, key, server[key])
+            text = jsonedit.set_member(text, where, key, wanted[key])
     return text, found
 
 
@@ -174,6 +182,12 @@ def plan_install(ctx: InstallContext) -> Plan:
         Edit(mcp_target, mcp_before, mcp_after, "Claude Code user-scope MCP server om"),
     ]
     plan = Plan(NAME, edits, {"settings": settings_record, "mcp": mcp_record})
+    if before and check_json_text(before, str(settings)).get("disableAllHooks") is True:
+        # Not om's to change: the user turned every hook off on purpose.
+        plan.warnings.append(
+            f"disableAllHooks is true in {settings}: Claude Code runs no hook, om's included, "
+            "until you set it to false (om left it as it is)"
+        )
     if "previous" in found:
         plan.notes.append(f"replaced another MCP server named om in {mcp}; uninstall restores it")
     if plan.changed:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from tomlkit.toml_document import TOMLDocument
 
 from obsmem.doctor import Check
 from obsmem.errors import IntegrationError
-from obsmem.integrations.base import InstallContext, Plan
+from obsmem.integrations.base import InstallContext, Plan, with_paths
 from obsmem.integrations.edits import Edit, FileTarget, drop_block, has_block, set_block
 from obsmem.integrations.jsonhooks import (
     HookSpec,
@@ -89,17 +88,20 @@ def detect(ctx: InstallContext) -> bool:
 
 def _specs(ctx: InstallContext) -> list[HookSpec]:
     return [
-        HookSpec("SessionStart", ctx.command("context", "--for", NAME), 15, "startup|resume"),
-        HookSpec("Stop", ctx.command("hook", "checkpoint", "--agent", NAME), 10, None),
+        HookSpec("SessionStart", ctx.hook_command("context", "--for", NAME), 15, "startup|resume"),
+        HookSpec("Stop", ctx.hook_command("hook", "checkpoint", "--agent", NAME), 10, None),
     ]
 
 
 def _server(ctx: InstallContext) -> dict[str, Any]:
-    return {"command": ctx.om[0], "args": [*ctx.om[1:], "mcp"]}
+    server: dict[str, Any] = {"command": ctx.om[0], "args": [*ctx.om[1:], "mcp"]}
+    if ctx.carried:
+        server["env"] = ctx.carried
+    return server
 
 
 def _block(ctx: InstallContext) -> str:
-    om = shlex.join(ctx.om)
+    om = ctx.hook_command()
     return f"""## Memory (om)
 
 Your long-term memory, shared with the user's other coding agents, is kept by om as plain
@@ -158,13 +160,15 @@ def _appendix(tables: Mapping[str, Any]) -> str:
 
 def _merge_config(
     text: str | None, ctx: InstallContext, old: Mapping[str, Any], label: str
-) -> tuple[str, dict[str, Any]]:
-    """``config.toml`` with the hooks flags and the om MCP server; and what to remember."""
+) -> tuple[str, dict[str, Any], list[str]]:
+    """``config.toml`` with the hooks flags and the om MCP server; what to remember; and the
+    user's settings om overrides (an explicit ``hooks = false``), as ``key = value`` text."""
     doc = _parse(text or "", label)
     flags: dict[str, Any] = dict(old.get("flags") or {})
     appended = [str(item) for item in old.get("appended") or []]
     record: dict[str, Any] = {"created_file": bool(old.get("created_file")) or text is None}
     new_tables: dict[str, Any] = {}
+    overridden: list[str] = []
 
     features = _table(doc, "features", label)
     if features is None:
@@ -179,6 +183,8 @@ def _merge_config(
                 if flag in features:
                     flags[flag]["value"] = _recordable(features[flag])
             if features.get(flag) is not True:
+                if flag in features:
+                    overridden.append(f"{flag} = {json.dumps(_recordable(features[flag]))}")
                 features[flag] = True
 
     server = _server(ctx)
@@ -190,6 +196,12 @@ def _merge_config(
     elif SERVER not in servers:
         servers[SERVER] = server
     elif is_om_server(_plain(servers[SERVER])):
+        current = _plain(servers[SERVER])
+        env = current.get("env")
+        carried = server.pop("env", {})
+        if env is not None or carried:
+            # The user's own variables stay; om's path variables follow this install.
+            server["env"] = with_paths(env if isinstance(env, Mapping) else {}, carried)
         for key, value in server.items():
             if _plain(servers[SERVER].get(key)) != value:
                 servers[SERVER][key] = value
@@ -214,7 +226,7 @@ def _merge_config(
             "add [features] hooks = true and [mcp_servers.om] by hand (docs/integrations/codex.md)",
         ) from None
     record.update(flags=flags, appended=appended)
-    return after, record
+    return after, record, overridden
 
 
 def _is_appendix(tail: Mapping[str, Any]) -> bool:
@@ -287,7 +299,7 @@ def plan_install(ctx: InstallContext) -> Plan:
     config = config_path(ctx.environ)
     config_target = FileTarget(config)
     config_before = config_target.read()
-    config_after, config_record = _merge_config(
+    config_after, config_record, overridden = _merge_config(
         config_before, ctx, same_file_record(ctx.record, "config", config), str(config)
     )
 
@@ -319,6 +331,12 @@ def plan_install(ctx: InstallContext) -> Plan:
     ):
         plan.notes.append(
             f"replaced another MCP server named om in {config}; uninstall restores it"
+        )
+    if overridden:
+        plan.warnings.append(
+            f"Codex hooks were turned off in {config} ({', '.join(overridden)}): om turned them "
+            "on so that its hooks run; om uninstall puts back what was there (to keep hooks "
+            "off, run om uninstall --codex now)"
         )
     if edits[1].changed:
         plan.notes.append(

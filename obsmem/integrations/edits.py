@@ -19,13 +19,14 @@ install and removed whole on uninstall, leaving every other byte as it was.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import difflib
 import os
 import re
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -39,13 +40,42 @@ __all__ = [
     "Edit",
     "FileTarget",
     "Target",
+    "apply_all",
     "apply_edits",
+    "check_edits",
     "drop_block",
     "has_block",
     "new_backup_folder",
+    "planning",
     "render_diff",
+    "run_commands",
     "set_block",
+    "undo",
 ]
+
+#: While ``om install`` plans all its steps before writing anything, what each target will hold
+#: once the earlier steps are applied (by label), so a later step plans against that.
+_PLANNED: contextvars.ContextVar[dict[str, str | None] | None] = contextvars.ContextVar(
+    "planned", default=None
+)
+
+
+@contextlib.contextmanager
+def planning() -> Iterator[dict[str, str | None]]:
+    """Within this block, targets read as the edits recorded in the yielded mapping leave them."""
+    planned: dict[str, str | None] = {}
+    token = _PLANNED.set(planned)
+    try:
+        yield planned
+    finally:
+        _PLANNED.reset(token)
+
+
+def _planned(label: str) -> tuple[bool, str | None]:
+    planned = _PLANNED.get()
+    if planned is not None and label in planned:
+        return True, planned[label]
+    return False, None
 
 
 class Target(Protocol):
@@ -78,6 +108,9 @@ class FileTarget:
 
     def read(self) -> str | None:
         """The file's text, or None when it does not exist."""
+        known, text = _planned(self.label)
+        if known:
+            return text
         try:
             # Bytes, not read_text: universal newlines would turn a CRLF file into LF on write.
             return self.path.read_bytes().decode("utf-8")
@@ -142,6 +175,9 @@ class CrontabTarget:
 
     def read(self) -> str | None:
         """The crontab's text; None when the user has none (``crontab -l`` says so)."""
+        known, text = _planned(self.label)
+        if known:
+            return text
         done = self._run(["-l"])
         if done.returncode != 0:
             if "no crontab" in (done.stderr + done.stdout).lower():
@@ -213,40 +249,117 @@ def new_backup_folder(environ: Mapping[str, str] | None = None) -> Path:
     return folder
 
 
+def _reread(target: Target) -> str | None:
+    """The target's real text, outside any planning overlay."""
+    token = _PLANNED.set(None)
+    try:
+        return target.read()
+    finally:
+        _PLANNED.reset(token)
+
+
+def _check_writable(edit: Edit) -> None:
+    """Refuse before anything is written when a file's folder cannot be written."""
+    if not isinstance(edit.target, FileTarget):
+        return
+    folder = edit.target.path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # it will be created under the nearest folder that exists
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise IntegrationError(
+            f"cannot write {edit.target.path}: {folder} is not writable",
+            "fix that folder's permissions and run the command again; nothing was changed",
+        )
+
+
+def check_edits(steps: Sequence[Sequence[Edit]]) -> None:
+    """Check, before any write, that every step can be applied: each target still holds what the
+    first step touching it planned against, and each file's folder is writable."""
+    first: dict[str, Edit] = {}
+    for edit in (e for step in steps for e in step if e.changed):
+        first.setdefault(edit.target.label, edit)
+        _check_writable(edit)
+    for edit in first.values():
+        if _reread(edit.target) != edit.before:
+            raise IntegrationError(
+                f"{edit.target.label} changed while om was preparing its edit",
+                "run the command again",
+            )
+
+
+def apply_all(
+    steps: Sequence[Sequence[Edit]],
+    environ: Mapping[str, str] | None = None,
+    *,
+    folder: Path | None = None,
+    run: bool = True,
+    written: list[Edit] | None = None,
+) -> Path | None:
+    """Apply several steps' edits, planned one after the other; all of them or none.
+
+    Every step is checked first (:func:`check_edits`); each file's content before the first
+    step is copied to the backup folder; then the edits are written in order. When a write fails,
+    the edits already written are undone (:func:`undo`) before the error goes up. Commands
+    (``launchctl load ...``) run only once every write succeeded. ``written`` (when given)
+    collects the edits applied, so a caller with more to do can undo them too.
+    """
+    todo = [edit for step in steps for edit in step if edit.changed]
+    check_edits(steps)
+    backed: dict[str, str] = {}
+    for edit in todo:
+        if edit.before is not None:
+            backed.setdefault(edit.target.label, edit.before)
+    if backed:
+        folder = folder or new_backup_folder(environ)
+        ensure_dir(folder)
+        for label, text in backed.items():
+            backup = folder / _backup_name(label)
+            if not backup.exists():  # two runs into one folder: keep the state before both
+                atomic_write(backup, text.encode("utf-8"))
+    done: list[Edit] = written if written is not None else []
+    try:
+        for edit in todo:
+            edit.target.write(edit.after, edit.mode)
+            done.append(edit)
+    except (IntegrationError, OSError) as exc:
+        undo(done)
+        message = getattr(exc, "message", None) or str(exc)
+        raise IntegrationError(
+            f"{message}; om put back the files it had already changed",
+            getattr(exc, "hint", None) or "fix the cause and run the command again",
+        ) from None
+    if run:
+        run_commands(steps, environ)
+    return folder if backed else None
+
+
+def run_commands(steps: Sequence[Sequence[Edit]], environ: Mapping[str, str] | None) -> None:
+    """Run the commands of the changed edits (``launchctl load ...``), after every write."""
+    for edit in (e for step in steps for e in step if e.changed):
+        for command in edit.then:
+            _run_quietly(command, environ)
+
+
+def undo(edits: Sequence[Edit]) -> None:
+    """Put back what ``edits`` replaced, last first (best effort: each target is tried)."""
+    for edit in reversed(edits):
+        with contextlib.suppress(IntegrationError, OSError):
+            edit.target.write(edit.before, edit.mode)
+
+
 def apply_edits(
     edits: Sequence[Edit],
     environ: Mapping[str, str] | None = None,
     run: bool = True,
     folder: Path | None = None,
 ) -> Path | None:
-    """Apply every changed edit; return the backup folder used (None when nothing was backed up).
+    """Apply every changed edit of one step; return the backup folder used (None: no backup).
 
     Each target is checked against its planned ``before`` first, all of them before any write, so a
     file that changed since the plan stops the whole step with nothing written. Backups go to
     ``folder`` (one folder can serve several calls of one install), else to a new one.
     """
-    todo = [edit for edit in edits if edit.changed]
-    for edit in todo:
-        if edit.target.read() != edit.before:
-            raise IntegrationError(
-                f"{edit.target.label} changed while om was preparing its edit",
-                "run the command again",
-            )
-    existing = [edit for edit in todo if edit.before is not None]
-    if existing:
-        folder = folder or new_backup_folder(environ)
-        ensure_dir(folder)
-        for edit in existing:
-            assert edit.before is not None
-            backup = folder / _backup_name(edit.target.label)
-            if not backup.exists():  # two steps of one install: keep the state before both
-                atomic_write(backup, edit.before.encode("utf-8"))
-    for edit in todo:
-        edit.target.write(edit.after, edit.mode)
-        if run:
-            for command in edit.then:
-                _run_quietly(command, environ)
-    return folder if existing else None
+    return apply_all([edits], environ, folder=folder, run=run)
 
 
 def _run_quietly(command: Sequence[str], environ: Mapping[str, str] | None) -> None:

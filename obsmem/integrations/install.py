@@ -2,11 +2,12 @@
 
 Order matters. The original ``observational-memory`` tool's hooks and scheduled jobs are removed
 first (so the two never run side by side), then each chosen agent is installed, then the
-scheduler (the backstop for every agent). Each step is planned against the files as they are
-when it runs, and applied before the next is planned, so two steps touching one file (the
-migration and Claude Code both edit ``settings.json``) never trip over each other. With
-``dry_run`` nothing is written and every planned change is returned as one diff; a step whose
-file an earlier step would change is planned against the current file, which the report says.
+scheduler (the backstop for every agent). Every step is planned before anything is written,
+each against the files as the earlier steps will leave them, so two steps touching one file (the
+migration and Claude Code both edit ``settings.json``) never trip over each other, and
+``dry_run`` shows exactly what a real run would write. A step that cannot succeed stops the
+command before any file changes; a write that fails anyway undoes the writes before it. Never a
+half install.
 
 What each integration added is kept in ``integrations.json``; ``om uninstall`` hands that record
 back to the integration so it removes exactly what it added.
@@ -15,16 +16,25 @@ back to the integration so it removes exactly what it added.
 from __future__ import annotations
 
 import importlib
-import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from obsmem.errors import UsageError
+from obsmem.errors import OmError, UsageError
 from obsmem.integrations.base import InstallContext, Plan, find_om, load_records, save_records
-from obsmem.integrations.edits import apply_edits, new_backup_folder, render_diff
+from obsmem.integrations.edits import (
+    Edit,
+    apply_all,
+    new_backup_folder,
+    planning,
+    render_diff,
+    run_commands,
+    undo,
+)
+from obsmem.integrations.purge import PurgePlan, apply_purge, plan_purge
+from obsmem.settings import unknown_settings
 
 __all__ = [
     "AGENTS",
@@ -64,6 +74,10 @@ class InstallReport:
     skipped: list[str] = field(default_factory=list)
     backups: list[Path] = field(default_factory=list)
     diff: str = ""
+    #: ``om uninstall --purge``: what was (or, with ``dry_run``, would be) deleted and kept.
+    purge: PurgePlan | None = None
+    #: Warnings about the whole run rather than one integration.
+    extra_warnings: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> list[str]:
@@ -75,17 +89,26 @@ class InstallReport:
         """Every note the planners left for the user."""
         return [note for plan in self.plans for note in plan.notes]
 
+    @property
+    def warnings(self) -> list[str]:
+        """Every warning: fallbacks taken, user settings om overrides, unknown settings."""
+        return self.extra_warnings + [w for plan in self.plans for w in plan.warnings]
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary."""
-        return {
+        data: dict[str, Any] = {
             "dry_run": self.dry_run,
             "changed": self.changed,
             "unchanged": [p.name for p in self.plans if not p.changed],
             "skipped": self.skipped,
             "backups": [str(p) for p in self.backups],
             "notes": self.notes,
+            "warnings": self.warnings,
             "files": sorted({e.target.label for p in self.plans for e in p.edits if e.changed}),
         }
+        if self.purge is not None:
+            data["purge"] = self.purge.to_dict()
+        return data
 
 
 def _context(
@@ -116,27 +139,45 @@ def _run_steps(
     dry_run: bool,
     report: InstallReport,
 ) -> None:
+    """Plan every step, then (unless ``dry_run``) apply them all or none.
+
+    Each step is planned against the files as the earlier steps' edits leave them
+    (:func:`~obsmem.integrations.edits.planning`), so nothing is written before every step is
+    known to be possible: a step that cannot be planned (no crontab, a broken file) stops the
+    command with no file changed. A write that fails while applying undoes the ones before it.
+    """
     records = load_records(environ)
     diffs: list[str] = []
-    folder = new_backup_folder(environ)
-    for name, action in steps:
-        ctx = _context(environ, name, records, scheduler)
-        module = integration(name)
-        plan: Plan = module.plan_install(ctx) if action == "install" else module.plan_uninstall(ctx)
-        report.plans.append(plan)
-        diffs.append(render_diff(plan.edits))
-        if dry_run:
-            continue
-        backup = apply_edits(plan.edits, environ, folder=folder)
-        if backup is not None and backup not in report.backups:
-            report.backups.append(backup)
-        if plan.record is None:
-            records.pop(name, None)
-        else:
-            records[name] = plan.record
-        # Saved after each step: an error in a later step leaves an exact record of this one.
-        save_records(records, environ)
+    with planning() as planned:
+        for name, action in steps:
+            ctx = _context(environ, name, records, scheduler)
+            module = integration(name)
+            plan: Plan = (
+                module.plan_install(ctx) if action == "install" else module.plan_uninstall(ctx)
+            )
+            report.plans.append(plan)
+            diffs.append(render_diff(plan.edits))
+            planned.update({e.target.label: e.after for e in plan.edits if e.changed})
+            if plan.record is None:
+                records.pop(name, None)
+            else:
+                records[name] = plan.record
     report.diff = "".join(diffs)
+    if dry_run:
+        return
+    written: list[Edit] = []
+    steps_edits = [plan.edits for plan in report.plans]
+    backup = apply_all(
+        steps_edits, environ, folder=new_backup_folder(environ), run=False, written=written
+    )
+    try:
+        save_records(records, environ)
+    except OmError:
+        undo(written)
+        raise
+    if backup is not None:
+        report.backups.append(backup)
+    run_commands(steps_edits, environ)
 
 
 def install(
@@ -166,6 +207,7 @@ def install(
     steps = [("migration", "install")] + [(a, "install") for a in chosen]
     if scheduler != "none":
         steps.append(("scheduler", "install"))
+    report.extra_warnings = unknown_settings(env)
     _run_steps(steps, env, scheduler, dry_run, report)
     return report
 
@@ -184,8 +226,10 @@ def uninstall(
 ) -> InstallReport:
     """Remove what ``om install`` added for ``agents`` (empty: everything it installed).
 
-    The scheduler goes when no installed agent is left. ``purge`` also deletes om's settings
-    file, its record of integrations and the memory directory (not with ``dry_run``).
+    The scheduler goes when no installed agent is left. ``purge`` also deletes the files om
+    wrote: memory, state, index, logs, settings, records and backups (see
+    :mod:`obsmem.integrations.purge`); anything else in those folders is kept and listed in
+    ``report.purge.kept``. With ``dry_run`` it only lists them.
     """
     import os
 
@@ -203,14 +247,12 @@ def uninstall(
         steps.append(("scheduler", "uninstall"))
     scheduler = str(records.get("scheduler", {}).get("kind", "auto"))
     _run_steps(steps, env, scheduler, dry_run, report)
-    if purge and not dry_run:
-        _purge(env)
+    if purge:
+        # Planned after the steps ran: they rewrite integrations.json.
+        pending = dry_run and any(
+            e.changed and e.before is not None for plan in report.plans for e in plan.edits
+        )
+        report.purge = plan_purge(env, backups_pending=pending)
+        if not dry_run:
+            apply_purge(report.purge)
     return report
-
-
-def _purge(environ: Mapping[str, str]) -> None:
-    from obsmem.paths import env_file, integrations_path, memory_dir
-
-    for path in (env_file(environ), integrations_path(environ)):
-        path.unlink(missing_ok=True)
-    shutil.rmtree(memory_dir(environ), ignore_errors=True)

@@ -69,6 +69,8 @@ def _shown(path: Path, ctx: InstallContext) -> str:
 def block_body(ctx: InstallContext) -> str:
     """The instructions om puts in the workspace's AGENTS.md."""
     memory = memory_dir(ctx.environ)
+    # The agent's shell may lack the install's OM_HOME: say it in the command to run.
+    om = ctx.with_paths_command(["om"])
     return "\n".join(
         [
             "## Memory (om)",
@@ -81,7 +83,8 @@ def block_body(ctx: InstallContext) -> str:
             f"2. `{_shown(memory / 'active.md', ctx)}`: what is going on now (projects, recent",
             "   decisions, next steps)",
             "",
-            'To recall more (a past decision, an error already solved), run `om search "<words>"`',
+            "To recall more (a past decision, an error already solved), run",
+            f'`{om} search "<words>"`',
             "(`--since YYYY-MM-DD`, `--project NAME` narrow it). Everything om remembers is in",
             f"`{_shown(memory, ctx)}`: `reflections.md` (long-term), `observations.md` (recent).",
             "om writes these files itself; do not edit `observations.md`.",

@@ -1,9 +1,11 @@
 """The scheduler integration: om's background jobs on cron, launchd or systemd user timers.
 
 ``--scheduler auto`` picks launchd on macOS, systemd user timers where ``systemctl --user``
-reaches a user manager, and cron otherwise; ``none`` installs nothing (run ``om observe`` and
-``om reflect`` yourself). The jobs are in :mod:`obsmem.integrations.scheduler_jobs`; each backend
-module plans its own files:
+reaches a user manager, and cron otherwise; where there is none of them (a container without
+cron) it falls back to no scheduler, with a warning saying what to run by hand. ``none``
+installs nothing (run ``om observe`` and ``om reflect`` yourself). A scheduler named explicitly
+that cannot work here stops the install before any file is written. The jobs are in
+:mod:`obsmem.integrations.scheduler_jobs`; each backend module plans its own files:
 
 - :mod:`~obsmem.integrations.scheduler_cron`: a marker block in the crontab;
 - :mod:`~obsmem.integrations.scheduler_launchd`: ``~/Library/LaunchAgents/dev.om.<job>.plist``;
@@ -24,13 +26,16 @@ from __future__ import annotations
 import shutil
 import sys
 from types import ModuleType
+from typing import Any
 
 from obsmem.doctor import Check
 from obsmem.errors import IntegrationError, OmError
 from obsmem.integrations import scheduler_cron, scheduler_launchd, scheduler_systemd
 from obsmem.integrations.base import InstallContext, Plan, load_records
+from obsmem.integrations.edits import Edit
 from obsmem.integrations.scheduler_jobs import om_program_ok, scheduled_jobs
 from obsmem.paths import logs_dir
+from obsmem.settings import load_settings
 
 __all__ = [
     "NAME",
@@ -69,7 +74,9 @@ def resolve(ctx: InstallContext) -> str:
     if choice == "auto":
         if current_platform() == "darwin":
             return "launchd"
-        return "systemd" if scheduler_systemd.available(ctx) else "cron"
+        if scheduler_systemd.available(ctx):
+            return "systemd"
+        return "cron" if _has_crontab(ctx) else "none"
     if choice == "launchd" and current_platform() != "darwin":
         raise IntegrationError(
             "launchd is only on macOS", "use --scheduler auto, cron or systemd on this system"
@@ -82,12 +89,25 @@ def resolve(ctx: InstallContext) -> str:
     return choice
 
 
+def _has_crontab(ctx: InstallContext) -> bool:
+    return shutil.which("crontab", path=ctx.environ.get("PATH")) is not None
+
+
 def detect(ctx: InstallContext) -> bool:
     """True when some scheduler can run om's jobs on this machine."""
+    return current_platform() == "darwin" or scheduler_systemd.available(ctx) or _has_crontab(ctx)
+
+
+def _by_hand(ctx: InstallContext, why: str) -> str:
+    """The warning for an install that found no scheduler: what to run, and how often."""
+    minutes = load_settings(ctx.environ).schedule_observe_minutes
+    observe = ctx.with_paths_command([*ctx.om, "observe", "--source", "all"])
+    reflect = ctx.with_paths_command([*ctx.om, "reflect"])
     return (
-        current_platform() == "darwin"
-        or scheduler_systemd.available(ctx)
-        or shutil.which("crontab", path=ctx.environ.get("PATH")) is not None
+        f"no scheduler here ({why}), so om installed no background jobs: schedule "
+        f"`{observe}` every {minutes} minutes and `{reflect}` daily yourself "
+        "(Hermes and OpenClaw sessions are read only then), or install cron and run "
+        "om install again"
     )
 
 
@@ -108,19 +128,36 @@ def _describe(ctx: InstallContext, chosen: str) -> str:
 def plan_install(ctx: InstallContext) -> Plan:
     """om's jobs on the chosen scheduler, and om's jobs removed from any other one."""
     chosen = resolve(ctx)
+    jobs = scheduled_jobs(ctx.environ)
+    edits: list[Edit] = []
+    extra: dict[str, Any] = {}
+    fallback = ""
+    if chosen == "none" and (ctx.scheduler or "auto").lower() == "auto":
+        fallback = "no crontab on PATH, no systemd user manager"
+    elif chosen != "none":
+        try:
+            edits, extra = _BACKENDS[chosen].plan_install(ctx, jobs)
+        except IntegrationError as exc:
+            # A crontab that does not work (cron not allowed for this user) is no scheduler;
+            # anything else (a file om would overwrite), or a scheduler asked for by name, stops
+            # the install with nothing changed.
+            if (ctx.scheduler or "auto").lower() != "auto" or chosen != "cron":
+                raise
+            chosen, fallback = "none", exc.message
     plan = Plan(NAME, record={"kind": chosen, "om": list(ctx.om)})
     for name in _present(ctx):
         if name != chosen:
             plan.edits += _BACKENDS[name].plan_uninstall(ctx)
             plan.notes.append(f"om's jobs move from {name} to {chosen}")
+    if fallback:
+        plan.warnings.append(_by_hand(ctx, fallback))
+        return plan
     if chosen == "none":
         plan.notes.append(
             "no scheduler: Hermes and OpenClaw sessions are read only when you run om observe; "
             "run om reflect daily"
         )
         return plan
-    jobs = scheduled_jobs(ctx.environ)
-    edits, extra = _BACKENDS[chosen].plan_install(ctx, jobs)
     plan.edits += edits
     assert plan.record is not None
     plan.record.update(extra, jobs=[job.name for job in jobs])

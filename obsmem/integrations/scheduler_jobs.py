@@ -12,9 +12,10 @@ if needed and appends its output to ``<logs dir>/<job>.log``; ``om`` rotates tha
 starts (:func:`obsmem.integrations.logs.rotate`).
 
 cron starts jobs with a nearly empty environment, launchd and systemd with their own, so the
-variables that decide where om and the agents keep things (``PATH``, ``OM_*``, the agents' homes,
-``XDG_*``) are copied from the environment ``om install`` ran in. Secrets are never copied: om
-reads keys from its settings file.
+variables that decide where om and the agents keep things (``PATH``, the agents' homes,
+``XDG_*``, and om's path overrides such as ``OM_HOME``, as absolute paths) are copied from the
+environment ``om install`` ran in. om's other ``OM_*`` settings are not: they belong in the
+settings file, which every job reads. Secrets are never copied.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from obsmem.integrations.base import InstallContext
+from obsmem.integrations.base import InstallContext, path_environment
 from obsmem.integrations.logs import job_log
-from obsmem.settings import SPECS, load_settings
+from obsmem.settings import load_settings
 
 __all__ = [
     "MANAGED",
@@ -44,7 +45,7 @@ __all__ = [
 #: Written into every file and block the scheduler installs, so om can tell its own from others'.
 MANAGED = "managed by om install; `om uninstall` removes it"
 
-#: Variables copied into the jobs' environment besides every non-secret ``OM_*``.
+#: Variables copied into the jobs' environment besides om's path overrides.
 _PASSED = (
     "PATH",
     "LANG",
@@ -57,7 +58,6 @@ _PASSED = (
     "HERMES_HOME",
     "OPENCLAW_HOME",
 )
-_SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 _DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -102,17 +102,13 @@ def scheduled_jobs(environ: Mapping[str, str]) -> list[Job]:
 
 
 def job_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables a job needs, sorted by name; never an API key or token."""
-    secret = {spec.env for spec in SPECS if spec.secret}
+    """The variables a job needs, sorted by name: where programs, agents and om's files are.
+
+    om's own settings are not copied (they belong in the settings file, which every job reads,
+    so a value changed there reaches the jobs); nor is any API key or token.
+    """
     env = {name: environ[name] for name in _PASSED if environ.get(name)}
-    for name, value in environ.items():
-        if (
-            name.startswith("OM_")
-            and value
-            and name not in secret
-            and not name.endswith(_SECRET_SUFFIXES)
-        ):
-            env[name] = value
+    env.update(path_environment(environ))
     env.setdefault("PATH", _DEFAULT_PATH)
     return dict(sorted(env.items()))
 

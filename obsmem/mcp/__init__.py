@@ -94,4 +94,7 @@ def run(
     if generated:
         say(f"om mcp: bearer token for this run (set OM_MCP_TOKEN to fix one): {secret}")
     app = srv.build_server(environ=environ, host=host, port=port)
-    srv.serve_http(app, host=host, port=port, token=secret, announce=say)
+    from obsmem.settings import load_settings
+
+    timeout = load_settings(environ).mcp_http_timeout_seconds
+    srv.serve_http(app, host=host, port=port, token=secret, announce=say, timeout=timeout)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import hmac
+import math
 import os
 import socket
 import sys
@@ -302,13 +303,17 @@ def serve_stdio(server: FastMCP) -> None:
 
 
 class BearerAuth:
-    """ASGI wrapper answering 401 to any HTTP request without ``Authorization: Bearer <token>``."""
+    """ASGI wrapper answering 401 to any HTTP request without ``Authorization: Bearer <token>``.
+
+    The scheme is matched in any case (``bearer``, ``BEARER``: RFC 9110 makes auth schemes
+    case-insensitive); the token itself must match exactly.
+    """
 
     def __init__(self, app: Any, token: str) -> None:
         if not token:
             raise ValueError("a bearer token is required")
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope.get("type") == "http":
@@ -317,11 +322,66 @@ class BearerAuth:
                 if name.lower() == b"authorization":
                     given = value
                     break
+            scheme, _, credential = given.strip().partition(b" ")
             # compare_digest: the time taken must not reveal how much of a guess was right.
-            if not hmac.compare_digest(given, self._expected):
+            matches = hmac.compare_digest(credential.strip(), self._expected)
+            if not (matches and scheme.lower() == b"bearer"):
                 await _unauthorized(send)
                 return
         await self.app(scope, receive, send)
+
+
+#: The largest request head (request line and headers) accepted, in bytes.
+MAX_HEAD_BYTES = 16 * 1024
+
+
+def _deadline_protocol(seconds: float) -> type:
+    """uvicorn's h11 protocol with a deadline for each request to arrive whole.
+
+    uvicorn closes a connection that stays idle after a response (``timeout_keep_alive``), but
+    not one that sends half a request and then nothing: 200 such sockets would be held for as
+    long as their clients like (slow loris). Here a timer starts when a connection opens and
+    when the next request begins on a kept-alive one, and the connection is closed unless the
+    whole request (head and body) is in by then.
+    """
+    import asyncio
+
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class DeadlineProtocol(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            if self._deadline is None and self.conn.their_state is h11.IDLE:
+                self._arm()  # the first bytes of the next request on a kept-alive connection
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE and self.conn.their_state is not h11.SEND_BODY:
+                self._disarm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(seconds, self._expire)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _expire(self) -> None:
+            self._deadline = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+    return DeadlineProtocol
 
 
 async def _unauthorized(send: Any) -> None:
@@ -347,11 +407,15 @@ def serve_http(
     port: int,
     token: str,
     announce: Callable[[str], None] | None = None,
+    timeout: float = 10.0,
 ) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp`` behind ``token`` until interrupted.
 
     The socket is bound here (not by uvicorn) so ``port=0`` works and the real port is
     announced. ``announce`` receives one line naming the URL (default: printed to stderr).
+    ``timeout`` (``OM_MCP_HTTP_TIMEOUT_SECONDS``) bounds both the time a client has to send a
+    request and how long an idle connection stays open; request heads over
+    :data:`MAX_HEAD_BYTES` are refused.
     """
     import uvicorn
 
@@ -374,7 +438,14 @@ def serve_http(
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     (announce or _stderr)(f"om mcp {__version__}: serving on http://{shown}:{bound}/mcp")
     app = BearerAuth(server.streamable_http_app(), token)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        http=_deadline_protocol(timeout),
+        timeout_keep_alive=max(1, math.ceil(timeout)),
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+    )
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

@@ -27,7 +27,11 @@ from fakes.denied import SHIM
 from obsmem.memory.store import MemoryStore, new_observation
 
 TESTS = Path(__file__).resolve().parents[1]
-_MAIN = "import sys; from obsmem.cli.entry import main; sys.argv[0] = 'om'; main()"
+# OM_TEST_ARGV is the shims' own: dropped so that om does not see it as a misspelt setting.
+_MAIN = (
+    "import os, sys; os.environ.pop('OM_TEST_ARGV', None); "
+    "from obsmem.cli.entry import main; sys.argv[0] = 'om'; main()"
+)
 _FULL_DISK = r"""
 import json, os, re, sqlite3, sys
 real = sqlite3.connect

@@ -51,6 +51,13 @@ def fake_systemctl(fake_bin: Path, tmp_path: Path) -> FakeTool:
 
 
 @pytest.fixture
+def default_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """om's places where they are by default (under the temporary HOME): no path override."""
+    for name in ("OM_HOME", "OM_CONFIG_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
 def fake_om(fake_bin: Path) -> Path:
     """An executable standing for the installed ``om`` (it prints its arguments)."""
     return script(fake_bin / "om", f"#!{sys.executable}\nimport sys\nprint(sys.argv[1:])\n")

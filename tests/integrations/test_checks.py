@@ -77,3 +77,10 @@ def test_a_config_folder_open_to_others_is_reported() -> None:
     path.parent.chmod(0o700)
     check = next(c for c in integration_checks() if c.name == "settings file")
     assert check.verdict == "ok"
+
+
+def test_doctor_warns_about_an_unknown_setting_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OM_SEARCH_BACKND", "bm25")
+    found = [c for c in integration_checks() if c.name == "settings names"]
+    assert [c.verdict for c in found] == ["warn"]
+    assert "did you mean OM_SEARCH_BACKEND?" in found[0].detail

@@ -132,10 +132,10 @@ def test_install_merges_and_uninstall_restores_the_bytes(
     assert hooks["SessionStart"][0] == before["hooks"]["SessionStart"][0]
     assert hooks["UserPromptSubmit"][0] == before["hooks"]["UserPromptSubmit"][0]
     expected = {
-        "SessionStart": (ctx.command("context", "--for", "claude"), 15),
-        "SessionEnd": (ctx.command("hook", "session-end", "--agent", "claude"), 15),
-        "UserPromptSubmit": (ctx.command("hook", "checkpoint", "--agent", "claude"), 10),
-        "PreCompact": (ctx.command("hook", "checkpoint", "--agent", "claude"), 10),
+        "SessionStart": (ctx.hook_command("context", "--for", "claude"), 15),
+        "SessionEnd": (ctx.hook_command("hook", "session-end", "--agent", "claude"), 15),
+        "UserPromptSubmit": (ctx.hook_command("hook", "checkpoint", "--agent", "claude"), 10),
+        "PreCompact": (ctx.hook_command("hook", "checkpoint", "--agent", "claude"), 10),
     }
     for event, (command, timeout) in expected.items():
         ours = [g for g in hooks[event] if g not in before["hooks"].get(event, [])]
@@ -149,7 +149,7 @@ def test_install_merges_and_uninstall_restores_the_bytes(
         "type": "stdio",
         "command": ctx.om[0],
         "args": ["mcp"],
-        "env": {},
+        "env": ctx.carried,
     }
     assert state["mcpServers"]["github"] == json.loads(DOT_CLAUDE)["mcpServers"]["github"]
     assert {k: v for k, v in state.items() if k != "mcpServers"} == {
@@ -192,15 +192,15 @@ def test_a_changed_om_path_updates_the_entries_in_place(
     ctx = InstallContext(dict(os.environ), (str(moved),), first.record)
     second = claude.plan_install(ctx)
     diff = render_diff(second.edits)
-    assert f'+            "command": "\'{moved}\' context --for claude",' in diff
+    wanted = ctx.hook_command("context", "--for", "claude")
+    assert f"'{moved}' context --for claude" in wanted
+    assert f'+            "command": {json.dumps(wanted)},' in diff
     assert f'-      "command": "{install_context().om[0]}",' in diff
     apply_edits(second.edits, ctx.environ)
 
     hooks = json.loads((claude_home / "settings.json").read_text())["hooks"]
     commands = [h["command"] for e in claude.EVENTS for g in hooks[e] for h in g["hooks"]]
-    assert [c for c in commands if "context --for claude" in c] == [
-        f"'{moved}' context --for claude"
-    ]
+    assert [c for c in commands if "context --for claude" in c] == [wanted]
     assert sum("hook checkpoint" in c for c in commands) == 2  # one per event, not duplicated
     server = json.loads((claude_home / ".claude.json").read_text())["mcpServers"]["om"]
     assert server["command"] == str(moved)
@@ -221,7 +221,7 @@ def test_dry_run_diff_shows_the_change_and_writes_nothing(
     diff = render_diff(plan.edits)
     settings = str(claude_home / "settings.json")
     assert f"--- {settings}\n+++ {settings}\n" in diff
-    assert f'+            "command": "{ctx.command("context", "--for", "claude")}",' in diff
+    assert f'+            "command": "{ctx.hook_command("context", "--for", "claude")}",' in diff
     assert '+    "PreCompact": [' in diff
     assert f'+    "om": {{\n+      "type": "stdio",\n+      "command": "{ctx.om[0]}",' in diff
     assert '\n     "Stop": [\n' in diff  # context lines around the change
@@ -305,12 +305,13 @@ def test_an_extra_field_the_user_added_to_our_server_stays(
     plan = install(install_context())
     path = claude_home / ".claude.json"
     data = json.loads(path.read_text())
-    data["mcpServers"]["om"]["env"] = {"OM_HOME": "/data/memory"}
+    data["mcpServers"]["om"]["env"] = {"OM_HOME": "/data/memory", "DEBUG": "1"}
     data["mcpServers"]["om"]["command"] = "/old/om"
     path.write_text(json.dumps(data, indent=2))
     apply_edits(claude.plan_install(install_context(plan.record)).edits, os.environ)
     server = json.loads(path.read_text())["mcpServers"]["om"]
-    assert server["env"] == {"OM_HOME": "/data/memory"}
+    # The user's variable stays; OM_HOME follows the memory this install is for.
+    assert server["env"] == {"DEBUG": "1", **install_context().carried}
     assert server["command"] == install_context().om[0]
 
 
@@ -360,3 +361,12 @@ def test_the_installed_session_start_command_runs_as_claude_code_runs_it(
     output = json.loads(done.stdout)
     assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert isinstance(output["hookSpecificOutput"]["additionalContext"], str)
+
+
+def test_disable_all_hooks_is_left_alone_with_a_warning(
+    claude_home: Path, install_context: Build
+) -> None:
+    (claude_home / "settings.json").write_text('{"disableAllHooks": true}\n')
+    plan = install(install_context())
+    assert len(plan.warnings) == 1 and "disableAllHooks" in plan.warnings[0]
+    assert json.loads((claude_home / "settings.json").read_text())["disableAllHooks"] is True

@@ -93,7 +93,8 @@ def test_install_merges_and_uninstall_restores_the_bytes(
 
     config = tomllib.loads((codex_home / "config.toml").read_text())
     assert config["features"] == {"web_search_request": True, "codex_hooks": True, "hooks": True}
-    assert config["mcp_servers"]["om"] == {"command": ctx.om[0], "args": ["mcp"]}
+    server = {"command": ctx.om[0], "args": ["mcp"], "env": ctx.carried}
+    assert config["mcp_servers"]["om"] == server
     assert config["mcp_servers"]["docs"] == {
         "command": "npx",
         "args": ["-y", "@upstash/context7-mcp"],
@@ -108,7 +109,7 @@ def test_install_merges_and_uninstall_restores_the_bytes(
         "hooks": [
             {
                 "type": "command",
-                "command": ctx.command("hook", "checkpoint", "--agent", "codex"),
+                "command": ctx.hook_command("hook", "checkpoint", "--agent", "codex"),
                 "timeout": 10,
             }
         ]
@@ -119,7 +120,7 @@ def test_install_merges_and_uninstall_restores_the_bytes(
             "hooks": [
                 {
                     "type": "command",
-                    "command": ctx.command("context", "--for", "codex"),
+                    "command": ctx.hook_command("context", "--for", "codex"),
                     "timeout": 15,
                 }
             ],
@@ -189,14 +190,14 @@ def test_config_layouts_come_back_byte_for_byte(
     plan = install(ctx)
     data = tomllib.loads((codex_home / "config.toml").read_text())
     assert data["features"]["hooks"] is True and data["features"]["codex_hooks"] is True
-    assert data["mcp_servers"]["om"] == {"command": ctx.om[0], "args": ["mcp"]}
+    assert data["mcp_servers"]["om"] == {"command": ctx.om[0], "args": ["mcp"], "env": ctx.carried}
     assert not codex.plan_install(install_context(plan.record)).edits[0].changed
     uninstall(install_context(plan.record))
     assert (codex_home / "config.toml").read_bytes() == config.encode()
 
 
 def test_new_tables_go_at_the_end_after_one_newline(
-    codex_home: Path, install_context: Build
+    default_paths: None, codex_home: Path, install_context: Build
 ) -> None:
     (codex_home / "config.toml").write_text('model = "o3"\n')
     ctx = install_context()
@@ -232,8 +233,9 @@ def test_a_changed_om_path_updates_everything_in_place(
     second = codex.plan_install(ctx)
     diff = render_diff(second.edits)
     assert f'-command = "{install_context().om[0]}"\n+command = "{moved}"\n' in diff
-    assert f'+                        "command": "{moved} context --for codex",' in diff
-    assert f"+- `{moved} context --for codex` prints the startup context;" in diff
+    start = ctx.hook_command("context", "--for", "codex")
+    assert f'+                        "command": "{start}",' in diff
+    assert f"+- `{start}` prints the startup context;" in diff
     apply_edits(second.edits, ctx.environ)
     assert second.record == first.record  # what was there before install is still known
 
@@ -353,3 +355,17 @@ def test_checks_follow_the_install(codex_home: Path, install_context: Build, fak
     fake_om.unlink()
     gone = {c.name: c.verdict for c in codex.checks(ctx)}
     assert gone["codex: mcp"] == "fail" and gone["codex: hook commands"] == "fail"
+
+
+def test_an_explicit_hooks_false_is_flipped_with_a_warning_and_put_back(
+    codex_home: Path, install_context: Build
+) -> None:
+    config = "[features]\nhooks = false  # I do not want hooks\nweb_search_request = true\n"
+    (codex_home / "config.toml").write_text(config)
+    plan = install(install_context())
+    assert len(plan.warnings) == 1 and "hooks = false" in plan.warnings[0]
+    assert tomllib.loads((codex_home / "config.toml").read_text())["features"]["hooks"] is True
+    again = codex.plan_install(install_context(plan.record))
+    assert again.warnings == []  # said once, when om changed it
+    uninstall(install_context(plan.record))
+    assert (codex_home / "config.toml").read_text() == config

@@ -104,7 +104,7 @@ def _commands(hooks: dict[str, Any], event: str) -> list[str]:
 
 
 def _ours(commands: list[str]) -> str:
-    found = [c for c in commands if c.startswith(str(OM))]
+    found = [c for c in commands if f" {OM} " in f" {c} "]
     assert len(found) == 1, commands
     return found[0]
 

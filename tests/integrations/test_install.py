@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from obsmem.errors import UsageError
+from obsmem.errors import IntegrationError, UsageError
 from obsmem.integrations import install as orchestrator
 from obsmem.integrations.base import InstallContext, Plan, load_records
 from obsmem.integrations.edits import Edit, FileTarget, drop_block, set_block
@@ -198,3 +198,76 @@ def test_cli_install_asks_for_the_llm_on_a_terminal(
     assert stat.S_IMODE(env_file().stat().st_mode) == 0o600
     again = CliRunner().invoke(load(), ["install", "--codex", "--scheduler", "none"], input="")
     assert again.exit_code == 0 and "provider" not in again.output  # asked once, not every time
+
+
+class _Refusing:
+    """A target whose write fails (a disk full, a crontab that refuses)."""
+
+    label = "refusing"
+
+    def read(self) -> str | None:
+        return None
+
+    def write(self, text: str | None, mode: int) -> None:
+        raise OSError(28, "No space left on device")
+
+
+def test_a_failing_write_puts_back_the_files_already_written(
+    planners: tuple[Path, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, _ = planners
+    (folder / "codex.conf").write_text("user = 1\n")
+    broken = types.ModuleType("broken")
+    broken.plan_install = lambda ctx: Plan(  # type: ignore[attr-defined]
+        "scheduler", [Edit(_Refusing(), None, "jobs\n")], {"kind": "cron"}
+    )
+    modules = {name: orchestrator.integration(name) for name in orchestrator._MODULES}
+    modules["scheduler"] = broken
+    monkeypatch.setattr(orchestrator, "integration", lambda name: modules[name])
+    with pytest.raises(IntegrationError, match="put back"):
+        orchestrator.install(["claude", "codex"])
+    assert _snapshot(folder) == {"codex.conf": "user = 1\n"}
+    assert not integrations_path().exists()
+
+
+def test_a_step_that_cannot_be_planned_changes_nothing(
+    planners: tuple[Path, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, _ = planners
+    broken = types.ModuleType("broken")
+
+    def refuse(ctx: InstallContext) -> Plan:
+        raise IntegrationError("the crontab program was not found on PATH")
+
+    broken.plan_install = refuse  # type: ignore[attr-defined]
+    modules = {name: orchestrator.integration(name) for name in orchestrator._MODULES}
+    modules["scheduler"] = broken
+    monkeypatch.setattr(orchestrator, "integration", lambda name: modules[name])
+    with pytest.raises(IntegrationError, match="crontab"):
+        orchestrator.install(["claude", "codex"])
+    assert list(folder.iterdir()) == []  # claude and codex were planned, never written
+
+
+def test_steps_on_one_file_are_planned_against_each_other(
+    planners: tuple[Path, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, _ = planners
+    shared = FileTarget(folder / "shared.conf")
+
+    def appender(name: str) -> types.ModuleType:
+        module = types.ModuleType(name)
+
+        def plan_install(ctx: InstallContext) -> Plan:
+            before = shared.read()
+            return Plan(name, [Edit(shared, before, (before or "") + f"{name}\n")], {})
+
+        module.plan_install = plan_install  # type: ignore[attr-defined]
+        module.detect = lambda ctx: True  # type: ignore[attr-defined]
+        return module
+
+    modules = {name: appender(name) for name in orchestrator._MODULES}
+    monkeypatch.setattr(orchestrator, "integration", lambda name: modules[name])
+    report = orchestrator.install(["claude"], dry_run=True)
+    assert "+claude\n" in report.diff and " migration\n" in report.diff  # context, not a clash
+    orchestrator.install(["claude"])
+    assert (folder / "shared.conf").read_text() == "migration\nclaude\nscheduler\n"

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fakes.programs import FakeCrontab, FakeTool
+from fakes.programs import FakeCrontab, FakeTool, script
 
 from obsmem.errors import IntegrationError, SettingsError
 from obsmem.integrations import scheduler, scheduler_cron, scheduler_systemd
@@ -301,7 +301,10 @@ def test_systemd_checks_report_an_inactive_timer(
 
 
 def test_systemd_refused_when_no_user_manager(
-    fake_systemctl: FakeTool, install_context: Ctx, monkeypatch: pytest.MonkeyPatch
+    fake_systemctl: FakeTool,
+    fake_crontab: FakeCrontab,
+    install_context: Ctx,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(scheduler, "current_platform", lambda: "linux")
     fake_systemctl.respond("--user show-environment", rc=1)
@@ -373,3 +376,42 @@ def test_observe_interval_out_of_range_is_refused(
     with pytest.raises(SettingsError, match="OM_SCHEDULE_OBSERVE_MINUTES"):
         scheduler.plan_install(install_context(scheduler="cron"))
     assert fake_crontab.read() is None
+
+
+# --- no scheduler on this machine -------------------------------------------------------------
+
+
+@pytest.fixture
+def bare_machine(fake_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Linux with neither cron nor a systemd user manager (a container): only fakes on PATH."""
+    monkeypatch.setattr(scheduler, "current_platform", lambda: "linux")
+    monkeypatch.setenv("PATH", str(fake_bin))
+
+
+def test_auto_without_any_scheduler_falls_back_to_none_with_a_warning(
+    bare_machine: None, install_context: Ctx
+) -> None:
+    plan = scheduler.plan_install(install_context())
+    assert plan.record is not None and plan.record["kind"] == "none"
+    assert plan.edits == []
+    assert len(plan.warnings) == 1
+    assert "observe --source all` every 15 minutes" in plan.warnings[0]
+    assert "reflect` daily" in plan.warnings[0]
+
+
+def test_a_crontab_that_refuses_falls_back_too(
+    fake_bin: Path, install_context: Ctx, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scheduler, "current_platform", lambda: "linux")
+    monkeypatch.setenv("PATH", str(fake_bin))
+    script(fake_bin / "crontab", "#!/bin/sh\necho 'you are not allowed to use cron' >&2\nexit 1\n")
+    plan = scheduler.plan_install(install_context())
+    assert plan.record is not None and plan.record["kind"] == "none"
+    assert "not allowed" in plan.warnings[0]
+
+
+def test_cron_asked_for_by_name_without_cron_is_refused(
+    bare_machine: None, install_context: Ctx
+) -> None:
+    with pytest.raises(IntegrationError, match="crontab program was not found"):
+        scheduler.plan_install(install_context(scheduler="cron"))

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import httpx
@@ -206,13 +209,13 @@ def test_om_mcp_over_stdio_as_a_subprocess(demo: MemoryStore) -> None:
     assert any("PostgreSQL" in hit["text"] for hit in payload(result)["results"])
 
 
-@pytest.fixture
-def http_server(demo: MemoryStore) -> Iterator[tuple[str, str]]:
-    """``om mcp --http --port 0`` with OM_MCP_TOKEN set: (url, token)."""
+@contextmanager
+def serving_http(store: MemoryStore, **extra: str) -> Iterator[tuple[str, str]]:
+    """``om mcp --http --port 0`` with OM_MCP_TOKEN set (and ``extra`` settings): (url, token)."""
     token = "test-token-123"
     proc = subprocess.Popen(
         [sys.executable, "-m", "obsmem", "mcp", "--http", "--port", "0"],
-        env=child_env(demo, OM_MCP_TOKEN=token),
+        env=child_env(store, OM_MCP_TOKEN=token, **extra),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -226,6 +229,13 @@ def http_server(demo: MemoryStore) -> Iterator[tuple[str, str]]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture
+def http_server(demo: MemoryStore) -> Iterator[tuple[str, str]]:
+    """``om mcp --http --port 0`` with OM_MCP_TOKEN set: (url, token)."""
+    with serving_http(demo) as served:
+        yield served
 
 
 def wait_until_up(url: str) -> None:
@@ -341,3 +351,50 @@ def test_search_is_hybrid_and_keeps_its_vectors_between_calls(
     assert all(e["type"] == "fact" for e in facts["results"])
     assert lessons["results"] and all(e["type"] == "lesson" for e in lessons["results"])
     assert len(loads) == 1
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    """True once the server closes the connection; the socket's own timeout is only a bound,
+    far above the server's, so that a server that never closes fails the test instead of
+    hanging it."""
+    sock.settimeout(30)
+    try:
+        while sock.recv(4096):
+            continue
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return True
+
+
+def test_http_closes_half_sent_silent_and_idle_connections(demo: MemoryStore) -> None:
+    with serving_http(demo, OM_MCP_HTTP_TIMEOUT_SECONDS="1") as (url, token):
+        wait_until_up(url)
+        address = urlsplit(url)
+        where = (address.hostname or "127.0.0.1", address.port or 80)
+        with socket.create_connection(where) as half:
+            half.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthoriz")
+            assert _closed_by_server(half)
+        with socket.create_connection(where) as silent:
+            assert _closed_by_server(silent)
+        with socket.create_connection(where) as idle:
+            idle.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            idle.settimeout(30)
+            assert idle.recv(4096).startswith(b"HTTP/1.1 401")
+            assert _closed_by_server(idle)  # kept alive, then closed once idle
+        headers = {"accept": "application/json, text/event-stream"}
+        auth = {**headers, "authorization": f"Bearer {token}"}
+        assert httpx.post(url, json={}, headers=auth).status_code == 400  # still serves
+
+
+def test_http_accepts_the_bearer_scheme_in_any_case(http_server: tuple[str, str]) -> None:
+    url, token = http_server
+    wait_until_up(url)
+    headers = {"accept": "application/json, text/event-stream"}
+    for scheme in ("bearer", "BEARER", "Bearer"):
+        answer = httpx.post(url, json={}, headers={**headers, "authorization": f"{scheme} {token}"})
+        assert answer.status_code == 400, scheme  # past the token check: the SDK answers
+    for wrong in (f"Basic {token}", token, f"bearer {token.upper()}", f"bearer{token}"):
+        answer = httpx.post(url, json={}, headers={**headers, "authorization": wrong})
+        assert answer.status_code == 401, wrong
