@@ -20,6 +20,8 @@ class Turn:
     ``line_start``/``line_end`` are 1-based line numbers in ``source_path``; ``byte_start`` and
     ``byte_end`` the byte range those lines cover (end exclusive). ``timestamp`` is ISO 8601 in
     UTC (``2026-02-10T14:30:00Z``) or None when the transcript gives none.
+    ``subagent`` is True for turns of a sub-agent's conversation (its prompt included): the
+    agent's work, not the user's words.
     """
 
     role: str
@@ -33,10 +35,11 @@ class Turn:
     line_end: int
     byte_start: int
     byte_end: int
+    subagent: bool = False
 
     def to_dict(self) -> dict[str, object]:
         """The JSON shape of ``om observe --dry-run --json``."""
-        return {
+        data: dict[str, object] = {
             "role": self.role,
             "text": self.text,
             "timestamp": self.timestamp,
@@ -47,6 +50,9 @@ class Turn:
             "line_start": self.line_start,
             "line_end": self.line_end,
         }
+        if self.subagent:
+            data["subagent"] = True
+        return data
 
 
 @dataclass
