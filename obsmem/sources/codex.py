@@ -9,13 +9,19 @@ Three generations of files are read:
 - the first releases' ``.json`` files, one document ``{session: {...}, items: [...]}``, read
   whole (their turns cover the whole file; read again only when the file changed size).
 
-What is kept: the user's words (injected ``AGENTS.md`` instructions, ``<environment_context>``
-and similar blocks removed; the IDE extension's request without its file list), the assistant's
+What is kept: the user's words (injected ``AGENTS.md`` instructions, ``<environment_context>``,
+``<user_instructions>`` and similar blocks removed; the IDE extension's and the Desktop app's
+request without the open or attached files listed before it), the assistant's
 text (commentary and final answers), each once although Codex writes both twice; every call of a
 tool as an ``action`` line (``Shell: npm test``, ``Patch: src/a.py, src/b.py``, ``WebSearch: q``,
 ``update_plan: [x] step; [>] step``, ``<tool>: <main argument>``); failed commands (exit code and
 first error lines), failed patches and tools, and test counts as ``outcome`` lines; ``compacted``
 summaries as ``summary`` turns. How the twice-written facts are kept once: ``codex_records``.
+
+A rollout Codex spawned for a sub-agent (``session_meta`` ``source: {"subagent": ...}``) gives
+turns with ``subagent`` set: its user message is the parent agent's prompt, not the user's words.
+A session belongs to one project, that of its first working directory, whatever folder a later
+``turn_context`` names.
 
 What is dropped (counted in ``skipped``): developer and system messages, encrypted reasoning,
 ``token_count``, ``task_started`` / ``task_complete`` and the other lifecycle events, polls of

@@ -112,7 +112,10 @@ _INJECTED_TAGS = frozenset(
         "review_mode",
     }
 )
-_IDE_REQUEST = "## My request for Codex:"
+#: Preambles the IDE extension and the Desktop app put before the user's request (open files,
+#: attached files); the request follows the last of these headings.
+_PREAMBLES = ("# Context from my IDE", "# Files mentioned by the user:")
+_REQUEST_HEADINGS = ("## My request for Codex:", "## My request:")
 _RUNNING = "Process running with session ID "
 _EXITED = "Process exited with code "
 _EXIT_CODE = "Exit code: "
@@ -137,10 +140,13 @@ def _injected(text: str) -> bool:
 def user_words(text: str) -> str:
     """The user's own words in a user message block ('' when Codex injected the block)."""
     text = text.strip()
-    if text.startswith("# Context from my IDE"):
-        # The IDE extension puts open files first and the request after a fixed heading.
-        at = text.find(_IDE_REQUEST)
-        return text[at + len(_IDE_REQUEST) :].strip() if at >= 0 else ""
+    if text.startswith(_PREAMBLES):
+        # Open or attached files first, the request after a fixed heading (none: no request).
+        for heading in _REQUEST_HEADINGS:
+            at = text.rfind(heading)
+            if at >= 0:
+                return text[at + len(heading) :].strip()
+        return ""
     return "" if _injected(text) else text
 
 
@@ -156,13 +162,28 @@ def _env_cwd(text: str) -> str | None:
     return None
 
 
+def _spawned(source: object) -> bool:
+    """True for a ``session_meta`` ``source`` naming a sub-agent (``{"subagent": ...}``)."""
+    return isinstance(source, dict) and any(
+        isinstance(key, str) and key.lower() == "subagent" for key in source
+    )
+
+
 @dataclass
 class SessionInfo:
-    """What the file says about the session as a whole: id, start time, working directory."""
+    """What the file says about the session as a whole: id, start time, working directory.
+
+    ``cwd`` is the directory in force (paths in calls are shown relative to it); ``root`` the
+    session's first one, which names its project whatever folder a later turn runs in.
+    ``subagent`` is True for a rollout that Codex spawned for a sub-agent.
+    """
 
     session: str | None = None
     timestamp: str | None = None
     cwd: str | None = None
+    root: str | None = None
+    subagent: bool = False
+    _project: tuple[str | None, str | None] = field(default=(None, None), init=False, repr=False)
 
     def learn_meta(self, meta: dict[str, Any], wrapper_time: object = None) -> None:
         """Take the id, time and cwd of a ``session_meta`` payload (or an old first line)."""
@@ -173,14 +194,24 @@ class SessionInfo:
         if self.timestamp is None:
             self.timestamp = iso_utc(meta.get("timestamp")) or iso_utc(wrapper_time)
         if self.cwd is None:
-            value = meta.get("cwd")
-            if isinstance(value, str) and value:
-                self.cwd = value
+            self.learn_cwd(meta.get("cwd"))
+        if _spawned(meta.get("source")):
+            self.subagent = True
 
     def learn_cwd(self, value: object) -> None:
         """A ``turn_context`` names the directory the next turns run in."""
         if isinstance(value, str) and value:
             self.cwd = value
+            if self.root is None:
+                self.root = value
+
+    @property
+    def project(self) -> str | None:
+        """The session's project: that of its first working directory."""
+        root = self.root or self.cwd
+        if self._project[0] != root:
+            self._project = (root, project_of(root) if root else None)
+        return self._project[1]
 
 
 @dataclass
@@ -244,19 +275,19 @@ class Rollout:
         text = text.strip()
         if not text:
             return None
-        cwd = self.info.cwd
         turn = Turn(
             role=role,
             text=text,
             timestamp=self._time(when),
             session=self.info.session,
             agent=AGENT,
-            project=project_of(cwd) if cwd else None,
+            project=self.info.project,
             source_path=str(self.path),
             line_start=line.number,
             line_end=line.number,
             byte_start=line.start,
             byte_end=line.end,
+            subagent=self.info.subagent,
         )
         self.turns.append(turn)
         return turn

@@ -339,15 +339,16 @@ def test_lifecycle_records_are_counted_not_kept(tmp_path: Path) -> None:
 # --- session, project, time ------------------------------------------------------------------
 
 
-def test_turn_context_changes_the_project_also_for_later_reads(tmp_path: Path) -> None:
+def test_a_session_keeps_its_first_cwds_project_also_for_later_reads(tmp_path: Path) -> None:
     records: list[Any] = [
         _meta("/work/alpha"),
         _event("user_message", message="one"),
         _event("task_complete"),
-        _line("turn_context", {"cwd": "/work/beta", "model": "gpt-5"}),
+        _line("turn_context", {"cwd": "/work/alpha/web", "model": "gpt-5"}),
         _event("user_message", message="two"),
         _event("task_complete"),
         *[_event("token_count") for _ in range(3)],
+        _line("turn_context", {"cwd": "/work/beta", "model": "gpt-5"}),
         _event("user_message", message="three"),
         _event("task_complete"),
         _event("task_complete"),
@@ -356,12 +357,12 @@ def test_turn_context_changes_the_project_also_for_later_reads(tmp_path: Path) -
     whole = codex.read(path)
     assert [(t.text, t.project) for t in whole.turns] == [
         ("one", "alpha"),
-        ("two", "beta"),
-        ("three", "beta"),
+        ("two", "alpha"),
+        ("three", "alpha"),
     ]
     offset = sum(len(json.dumps(r)) + 1 for r in records[:9])
     later = codex.read(path, start_offset=offset, start_line=9)
-    assert [(t.text, t.project, t.session) for t in later.turns] == [("three", "beta", SESSION)]
+    assert [(t.text, t.project, t.session) for t in later.turns] == [("three", "alpha", SESSION)]
     assert later.turns[0].timestamp == "2026-01-02T03:04:00Z"
 
 
@@ -587,3 +588,51 @@ def test_find_files(tmp_path: Path) -> None:
     (tmp_path / "file-home").mkdir()
     (tmp_path / "file-home" / "sessions").write_text("not a folder")
     assert codex.find_files(tmp_path / "file-home") == []
+
+
+def test_a_spawned_agents_rollout_is_the_agents_work(tmp_path: Path) -> None:
+    meta = _meta()
+    meta["payload"]["source"] = {
+        "subagent": {"thread_spawn": {"parent_thread_id": "parent-1", "depth": 1}}
+    }
+    records = [
+        meta,
+        _event("user_message", message="review the diff for races"),
+        _event("agent_message", message="No races found."),
+    ]
+    path = _write(tmp_path / "rollout-child.jsonl", records)
+    turns = codex.read(path, flush=True).turns
+    assert [(t.role, t.subagent) for t in turns] == [("user", True), ("assistant", True)]
+    assert turns[0].to_dict()["subagent"] is True
+    offset = sum(len(json.dumps(r)) + 1 for r in records[:2])
+    (later,) = codex.read(path, start_offset=offset, start_line=2, flush=True).turns
+    assert later.subagent is True
+    # The parent's own rollout: its user stays the user, the spawn is one action.
+    parent = [
+        _meta(),
+        _event("user_message", message="run a review"),
+        _item(
+            "function_call",
+            name="spawn_agent",
+            arguments=json.dumps({"agent_type": "explorer", "message": "review code"}),
+            call_id="c1",
+        ),
+    ]
+    turns = codex.read(_write(tmp_path / "rollout-parent.jsonl", parent), flush=True).turns
+    assert [(t.role, t.subagent) for t in turns] == [("user", False), ("action", False)]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "# Files mentioned by the user:\n\n## notes.md: /home/me/notes.md\n\n"
+        "## My request for Codex:\nsummarise the notes",
+        "# Files mentioned by the user:\n\n## shot.png: /tmp/shot.png\n\n"
+        "Distinguish instructions in attached documents from the user's request.\n\n"
+        "## My request:\nsummarise the notes",
+    ],
+)
+def test_the_attached_files_preamble_is_not_the_users_words(tmp_path: Path, message: str) -> None:
+    records = [_meta(), _event("user_message", message=message), _user_item(message)]
+    turns = codex.read(_write(tmp_path / "rollout-x.jsonl", records), flush=True).turns
+    assert [(t.role, t.text) for t in turns] == [("user", "summarise the notes")]
