@@ -358,6 +358,13 @@ SPECS: tuple[SettingSpec, ...] = (
         "Least time between two checkpoints of one session by the prompt and compaction hooks.",
     ),
     SettingSpec(
+        "OM_IDLE_FLUSH_MINUTES",
+        "idle_flush_minutes",
+        _float_range(0, 10_080),
+        5.0,
+        "Minutes a transcript must stay untouched before any run reads it to its end (0: never).",
+    ),
+    SettingSpec(
         "OM_WORKER_MAX_SECONDS",
         "worker_max_seconds",
         _int_range(10, 86_400),
@@ -425,6 +432,7 @@ class Settings:
     mcp_token: str = field(default="", repr=False)
     mcp_http_timeout_seconds: float = 10.0
     session_observer_interval_seconds: int = 900
+    idle_flush_minutes: float = 5.0
     worker_max_seconds: int = 600
     worker_max_memory_mb: int = 4096
     schedule_observe_minutes: int = 15

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -66,6 +67,8 @@ class Pending:
     start_offset: int
     start_line: int
     reason: str  # "new", "grown" or "replaced"
+    #: Untouched for the idle time: the session is over, read it to its end as ``--flush`` does.
+    idle: bool = False
 
     @cached_property
     def shown(self) -> str:
@@ -118,22 +121,29 @@ def plan_file(
     *,
     min_new: int | None = None,
     flush: bool = False,
+    idle_after: float | None = None,
 ) -> tuple[Pending | None, str]:
-    """Whether one file has bytes to read; the second value says why not when it has none."""
+    """Whether one file has bytes to read; the second value says why not when it has none.
+
+    A file not modified for ``idle_after`` seconds is taken whole, as with ``flush``: its
+    session is over, so neither the threshold nor an unfinished last line may hold back its end.
+    """
     try:
         st = path.stat()
     except OSError:
         return None, "unreadable"
-    if cursor is not None and cursor.unchanged(st) and (not flush or cursor.offset >= st.st_size):
+    idle = idle_after is not None and idle_after > 0 and time.time() - st.st_mtime >= idle_after
+    whole = flush or idle
+    if cursor is not None and cursor.unchanged(st) and (not whole or cursor.offset >= st.st_size):
         return None, "unchanged"
     offset, line, reason = _start(path, st, cursor)
-    pending = Pending(path, agent, st, offset, line, reason)
+    pending = Pending(path, agent, st, offset, line, reason, idle=idle)
     if pending.new_bytes == 0:
         if cursor is not None and (st.st_ino, st.st_dev) != (cursor.ino, cursor.dev):
             return None, "same content"  # replaced by the same bytes: scan rebinds the cursor
         return None, "unchanged"
     threshold = min_new if min_new is not None else min_new_bytes(st.st_size)
-    if not flush and pending.new_bytes < threshold:
+    if not whole and pending.new_bytes < threshold:
         return None, "below threshold"
     return pending, ""
 
@@ -145,6 +155,7 @@ def scan(
     environ: Mapping[str, str] | None = None,
     min_new: int | None = None,
     flush: bool = False,
+    idle_after: float | None = None,
 ) -> ScanReport:
     """Find every transcript of ``agents`` and the ones with new bytes to read."""
     report = ScanReport()
@@ -154,7 +165,12 @@ def scan(
         for path in reader_for(agent).find_files(home):
             report.files += 1
             pending, why = plan_file(
-                path, agent, cursors.get(str(path)), min_new=min_new, flush=flush
+                path,
+                agent,
+                cursors.get(str(path)),
+                min_new=min_new,
+                flush=flush,
+                idle_after=idle_after,
             )
             if pending is not None:
                 report.pending.append(pending)
@@ -178,13 +194,15 @@ def plan_transcript(
     source: str | None = None,
     min_new: int | None = None,
     flush: bool = False,
+    idle_after: float | None = None,
 ) -> tuple[Pending | None, str]:
     """Plan one explicitly given transcript (``--transcript``), detecting its format if needed."""
     if not path.is_file():
         raise UsageError(f"no such transcript file: {redact_path(str(path))}", "check the path")
     agent = source or detect_format(path)
     reader_for(agent)  # validates the name
-    return plan_file(path, agent, state.cursor(str(path)), min_new=min_new, flush=flush)
+    cursor = state.cursor(str(path))
+    return plan_file(path, agent, cursor, min_new=min_new, flush=flush, idle_after=idle_after)
 
 
 def read_pending(pending: Pending, *, flush: bool = False) -> ReadResult:
@@ -200,7 +218,7 @@ def read_pending(pending: Pending, *, flush: bool = False) -> ReadResult:
             pending.path,
             start_offset=pending.start_offset,
             start_line=pending.start_line,
-            flush=flush,
+            flush=flush or pending.idle,
         )
     except OSError as exc:
         return ReadResult(
@@ -281,9 +299,12 @@ class CaptureRun:
             return None
         if durable is not None:
             cursor = self.state.settle(self.owner, pending.path, durable)
-        fresh, _ = plan_file(pending.path, pending.agent, cursor, min_new=0, flush=flush)
+        whole = flush or pending.idle
+        fresh, _ = plan_file(pending.path, pending.agent, cursor, min_new=0, flush=whole)
         if fresh is None:
             self.state.release(self.owner, pending.path)
+        else:
+            fresh.idle = pending.idle
         return fresh
 
     def read(self, pending: Pending, *, flush: bool = False) -> ReadResult:

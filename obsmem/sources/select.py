@@ -12,7 +12,9 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from obsmem import paths
+from obsmem.errors import UsageError
 from obsmem.memory.store import MemoryStore
+from obsmem.settings import load_settings
 from obsmem.sources.capture import (
     Pending,
     ScanReport,
@@ -23,7 +25,8 @@ from obsmem.sources.capture import (
     scan,
 )
 from obsmem.sources.model import ReadResult
-from obsmem.sources.registry import AGENTS, reader_for
+from obsmem.sources.redact_paths import redact_path
+from obsmem.sources.registry import AGENTS, check_transcript, reader_for
 from obsmem.sources.state import CaptureState
 
 __all__ = ["SourceStatus", "open_state", "preview", "select", "source_status"]
@@ -44,15 +47,25 @@ def select(
     min_new: int | None = None,
     flush: bool = False,
     since: date | None = None,
+    idle_minutes: float | None = None,
 ) -> ScanReport:
     """The files with bytes to read: one ``--transcript`` (format detected unless ``source`` names
     one), or every transcript of the ``--source`` agents; ``since`` keeps files modified on or
-    after that day."""
+    after that day.
+
+    A file untouched for ``idle_minutes`` (default: ``OM_IDLE_FLUSH_MINUTES``) is taken to its
+    end whatever ``min_new`` and ``flush`` say: its session is over.
+    """
+    if idle_minutes is None:
+        idle_minutes = load_settings(environ).idle_flush_minutes
+    idle_after = idle_minutes * 60
     if transcript is not None:
         report = ScanReport(files=1)
         forced = None if source == "all" else source
+        if transcript.is_file():
+            forced = _transcript_format(transcript, forced)
         pending, why = plan_transcript(
-            state, transcript, source=forced, min_new=min_new, flush=flush
+            state, transcript, source=forced, min_new=min_new, flush=flush, idle_after=idle_after
         )
         if pending is not None:
             report.pending.append(pending)
@@ -61,11 +74,29 @@ def select(
         else:
             report.unchanged = 1
         return report
-    report = scan(state, resolve_sources(source), environ=environ, min_new=min_new, flush=flush)
+    report = scan(
+        state,
+        resolve_sources(source),
+        environ=environ,
+        min_new=min_new,
+        flush=flush,
+        idle_after=idle_after,
+    )
     if since is not None:
         cutoff = datetime(since.year, since.month, since.day, tzinfo=UTC).timestamp()
         report.pending = [p for p in report.pending if p.st.st_mtime >= cutoff]
     return report
+
+
+def _transcript_format(path: Path, source: str | None) -> str:
+    """The format ``path`` is read as; a file that is no transcript is refused before any read."""
+    try:
+        return check_transcript(path, source)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read {redact_path(str(path))}: {exc.strerror or exc}",
+            "check that the file is readable",
+        ) from None
 
 
 def preview(report: ScanReport, *, flush: bool = False) -> Iterator[tuple[Pending, ReadResult]]:

@@ -298,3 +298,45 @@ def test_records_decode_as_json_loads_and_end_past_every_line(
     assert records.skipped == skipped
     # Blank and skipped lines are consumed too: the next read starts after the last of them.
     assert (records.end_offset, records.end_line) == (path.stat().st_size, len(lines))
+
+
+def _age(path: Path, seconds: float) -> None:
+    """Make ``path`` look last modified ``seconds`` ago."""
+    when = path.stat().st_mtime - seconds
+    os.utime(path, (when, when))
+
+
+def test_an_idle_file_is_read_to_its_end_below_the_threshold(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"x" * 1000 + b"\nlast")
+    assert plan_file(path, "fake", None, idle_after=300) == (None, "below threshold")
+    _age(path, 301)
+    pending, _ = plan_file(path, "fake", None, idle_after=300)
+    assert pending is not None and pending.idle
+    seen = [t.text for t in read_pending(pending).turns]
+    assert seen == ["x" * 1000, "last"]  # the line without newline too: the session is over
+    assert plan_file(path, "fake", None, idle_after=0) == (None, "below threshold")
+
+
+def test_an_idle_files_unread_end_is_taken_although_its_size_is_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"one\ntwo")
+    seen: Counter[str] = Counter()
+    with CaptureState(tmp_path / "state.sqlite3") as state:
+        capture_once(state, path, seen)  # reads "one"; the cursor records the file as it is
+        cursor = state.cursor(str(path))
+        assert cursor.offset == 4 and cursor.unchanged(path.stat())
+        assert plan_file(path, "fake", cursor, min_new=0, idle_after=300) == (None, "unchanged")
+        _age(path, 600)
+        pending, _ = plan_file(path, "fake", state.cursor(str(path)), idle_after=300)
+        assert pending is not None
+        with CaptureRun(state) as run:
+            claimed = run.claim(pending)  # re-planned without --flush: still taken whole
+            assert claimed is not None and claimed.idle
+            result = run.read(claimed)
+            assert [t.text for t in result.turns] == ["two"]
+            run.finish(claimed, result)
+        assert plan_file(path, "fake", state.cursor(str(path)), idle_after=300) == (
+            None,
+            "unchanged",
+        )
