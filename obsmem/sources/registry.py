@@ -10,8 +10,9 @@ from typing import Any, Protocol, cast
 
 from obsmem.errors import UsageError
 from obsmem.sources.model import ReadResult
+from obsmem.sources.redact_paths import redact_path
 
-__all__ = ["AGENTS", "FORMATS", "Reader", "detect_format", "reader_for"]
+__all__ = ["AGENTS", "FORMATS", "Reader", "check_transcript", "detect_format", "reader_for"]
 
 #: Agents whose transcript folders ``om observe --source all`` scans, in that order.
 AGENTS = ("claude", "codex", "hermes", "openclaw")
@@ -22,6 +23,15 @@ FORMATS = (*AGENTS, "text")
 _DETECT_ORDER = ("codex", "openclaw", "claude", "hermes")
 _SNIFF_BYTES = 256 * 1024
 _SNIFF_RECORDS = 8
+#: Past this share of control bytes or bytes that are not UTF-8, a file is binary, not text.
+_BINARY_SHARE = 0.10
+_CONTROL = bytes(range(32)).translate(None, b"\t\n\r\f\v\x1b")
+_NAMES = {
+    "claude": "Claude Code",
+    "codex": "Codex CLI",
+    "hermes": "Hermes Agent",
+    "openclaw": "OpenClaw",
+}
 
 
 class Reader(Protocol):
@@ -81,3 +91,68 @@ def detect_format(path: Path) -> str:
             if reader_for(name).detect(records):
                 return name
     return "text"
+
+
+def _binary(head: bytes) -> bool:
+    """True when ``head`` (a file's first bytes) is no text: NUL bytes, or mostly not UTF-8."""
+    if not head:
+        return False
+    if b"\x00" in head:
+        return True
+    text = head.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") + sum(1 for byte in head if byte in _CONTROL)
+    return bad > _BINARY_SHARE * len(head)
+
+
+def check_transcript(path: Path, source: str | None = None) -> str:
+    """The format to read ``path`` as (``source`` when given, else detected), or a refusal.
+
+    Raises ``UsageError`` for a file that is no transcript: binary data (an executable, an
+    image, NUL bytes) where no agent's records are found, JSON records of no agent's format,
+    or a ``source`` whose records the file does not hold. Nothing is read or written then.
+    """
+    if source is not None:
+        reader_for(source)  # validates the name
+    with path.open("rb") as handle:
+        head = handle.read(_SNIFF_BYTES)
+    if not head.strip():
+        return source or "text"  # nothing to read yet: not a refusal
+    records = _sniff(path)
+    found = next((n for n in _DETECT_ORDER if records and reader_for(n).detect(records)), None)
+    shown = redact_path(str(path))
+    if source is not None and source != "text":
+        if found == source or (records and reader_for(source).detect(records)):
+            return source
+        seen = f"it looks like {_NAMES[found]}" if found else "none was found"
+        raise UsageError(
+            f"{shown} holds no {_NAMES[source]} record ({seen})",
+            "check the file, or give --source for its agent",
+        )
+    if found is not None and source is None:
+        return found
+    if _binary(head):
+        raise UsageError(
+            f"{shown} is not a transcript: it holds binary data",
+            "give a JSON Lines transcript of Claude Code, Codex, Hermes or OpenClaw, "
+            "or a text or markdown conversation",
+        )
+    if source is None and records and _all_json(head):
+        raise UsageError(
+            f"{shown} holds JSON records of no agent om reads",
+            "give a transcript of Claude Code, Codex, Hermes or OpenClaw, "
+            "or --source text to read it as text",
+        )
+    return "text"
+
+
+def _all_json(head: bytes) -> bool:
+    """True when every complete non-empty line of ``head`` is a JSON value (JSON Lines)."""
+    lines = [line for line in head.split(b"\n")[:-1] if line.strip()][:_SNIFF_RECORDS]
+    if not lines:
+        return False
+    for line in lines:
+        try:
+            json.loads(line)
+        except (ValueError, RecursionError):
+            return False
+    return True
