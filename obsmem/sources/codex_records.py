@@ -46,47 +46,17 @@ AGENT = "codex"
 TWIN_WINDOW = 2
 
 #: Records that carry nothing to observe: skipped, and counted under their own name.
-_SILENT_EVENTS = frozenset(
-    {
-        "token_count",
-        "task_started",
-        "task_complete",
-        "turn_started",
-        "turn_complete",
-        "agent_reasoning",
-        "agent_reasoning_raw_content",
-        "agent_reasoning_section_break",
-        "exec_command_begin",
-        "exec_command_output_delta",
-        "patch_apply_begin",
-        "web_search_begin",
-        "web_search_end",
-        "mcp_tool_call_begin",
-        "mcp_tool_call_end",
-        "context_compacted",
-        "turn_aborted",
-        "turn_diff",
-        "entered_review_mode",
-        "exited_review_mode",
-        "thread_rolled_back",
-        "undo_started",
-        "undo_completed",
-        "collab_agent_spawn_begin",
-        "collab_agent_spawn_end",
-        "collab_waiting_begin",
-        "collab_waiting_end",
-        "collab_close_begin",
-        "collab_close_end",
-        "plan_update",
-        "error",
-        "stream_error",
-        "warning",
-        "background_event",
-        "view_image_tool_call",
-        "item_started",
-        "item_completed",
-    }
-)
+_SILENT_EVENTS = frozenset({
+    "token_count", "task_started", "task_complete", "turn_started", "turn_complete",
+    "agent_reasoning", "agent_reasoning_raw_content", "agent_reasoning_section_break",
+    "exec_command_begin", "exec_command_output_delta", "patch_apply_begin", "web_search_begin",
+    "web_search_end", "mcp_tool_call_begin", "mcp_tool_call_end", "context_compacted",
+    "turn_aborted", "turn_diff", "entered_review_mode", "exited_review_mode", "thread_rolled_back",
+    "undo_started", "undo_completed", "collab_agent_spawn_begin", "collab_agent_spawn_end",
+    "collab_waiting_begin", "collab_waiting_end", "collab_close_begin", "collab_close_end",
+    "plan_update", "error", "stream_error", "warning", "background_event", "view_image_tool_call",
+    "item_started", "item_completed",
+})  # fmt: skip
 _SILENT_ITEMS = frozenset({"reasoning", "ghost_snapshot", "compaction", "compaction_summary"})
 _SHELL_TOOLS = frozenset(
     {"shell", "exec_command", "shell_command", "container.exec", "local_shell", "unified_exec"}
@@ -96,22 +66,12 @@ _QUIET_TOOLS = frozenset({"write_stdin", "wait_agent", "close_agent", "wait"})
 _PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
 # User-role text Codex injects itself: instructions, environment, notices. Never the user's words.
 _INJECTED_PREFIXES = ("# AGENTS.md instructions for ", "<INSTRUCTIONS>", "# Context from my IDE")
-_INJECTED_TAGS = frozenset(
-    {
-        "environment_context",
-        "user_instructions",
-        "developer_instructions",
-        "permissions instructions",
-        "collaboration_mode",
-        "skill",
-        "turn_aborted",
-        "subagent_notification",
-        "user_shell_command",
-        "model_switch",
-        "personality_spec",
-        "review_mode",
-    }
-)
+_INJECTED_TAGS = frozenset({
+    "environment_context", "user_instructions", "developer_instructions",
+    "permissions instructions", "collaboration_mode", "skill", "turn_aborted",
+    "subagent_notification", "user_shell_command", "model_switch", "personality_spec",
+    "review_mode",
+})  # fmt: skip
 #: Preambles the IDE extension and the Desktop app put before the user's request (open files,
 #: attached files); the request follows the last of these headings.
 _PREAMBLES = ("# Context from my IDE", "# Files mentioned by the user:")

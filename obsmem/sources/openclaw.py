@@ -12,6 +12,10 @@ summaries. What is dropped: thinking, routine tool successes, and the turns nobo
 heartbeat polls and their ``HEARTBEAT_OK``, cron trigger notices, the pre-compaction memory
 flush, memory "dreaming" runs (for those three, with the tool calls of their run), ``NO_REPLY``.
 
+A session spawned for a sub-agent (its first user message is OpenClaw's ``[Subagent Context]``
+boilerplate and ``[Subagent Task]:``) is the agent's work: all its turns have ``subagent`` set,
+as has the ``[System Message]`` that brings a sub-agent's result back to its parent.
+
 A session is a tree (``parentId``); entries are read in file order, abandoned branches included:
 what the user said on a branch they left was still said.
 """
@@ -23,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from obsmem.sources.jsonl import Line, Records, decode_object, lines_before
+from obsmem.sources.jsonl import Line, Records, decode_object, head_records, lines_before
 from obsmem.sources.model import ReadResult, Turn
 from obsmem.sources.normalise import clip, file_time, iso_utc, project_of
 from obsmem.sources.openclaw_text import (
@@ -32,6 +36,7 @@ from obsmem.sources.openclaw_text import (
     clean_assistant,
     message_text,
     reduce_result,
+    subagent_words,
     summarise_call,
     unwrap_user,
 )
@@ -56,6 +61,8 @@ _BOOKKEEPING = frozenset(
 )
 _SUMMARY_TYPES = frozenset({"compaction", "branch_summary"})
 _MAX_SUMMARY = 4000
+#: How many lines at the file's start a read from further in looks at for the first user message.
+_HEAD_LINES = 32
 _HEADER_MAX = 1024 * 1024
 # How far back to look for the user message that decides whether a read starting mid-file is
 # inside a heartbeat / memory run; a run longer than this is treated as ended.
@@ -79,6 +86,11 @@ class _Session:
     project: str | None = None
     timestamp: str | None = None
     run: str | None = None  # the noise run we are inside ("heartbeat", ...), if any
+    #: The session is a sub-agent's (it opened with the sub-agent's task): all of it is the
+    #: agent's work; ``reported`` marks the one message that brings a sub-agent's result back.
+    subagent: bool = False
+    reported: bool = False
+    first_user: bool = True  # no user message read yet, and the read starts at the file's start
     turns: list[Turn] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     _mtime: str | None = None
@@ -88,7 +100,7 @@ class _Session:
         if record.get("id") is not None:
             self.id = str(record["id"])
         cwd = record.get("cwd")
-        if isinstance(cwd, str) and cwd:
+        if isinstance(cwd, str) and cwd and self.cwd is None:  # one project per session
             self.cwd = cwd
             self.project = project_of(cwd)
         self.timestamp = iso_utc(record.get("timestamp")) or self.timestamp
@@ -122,6 +134,7 @@ class _Session:
                 line_end=line.number,
                 byte_start=line.start,
                 byte_end=line.end,
+                subagent=self.subagent or self.reported,
             )
         )
 
@@ -163,6 +176,8 @@ def read(
         if head is not None:
             session.header(head)
         session.run = _run_before(path, start_offset)
+        session.subagent = _opened_by_subagent(path, start_offset)
+        session.first_user = False
     records = Records(
         path,
         start_offset=start_offset,
@@ -222,7 +237,16 @@ def _message(message: dict[str, Any], record: dict[str, Any], line: Line, s: _Se
         if reason is not None:
             s.skipped[reason] += 1
             return
+        spawned = subagent_words(text)
+        if spawned is not None:
+            text, opens = spawned
+            # Only the session's first message opens a sub-agent's session (a read from further
+            # in knows that from the file's head).
+            s.subagent = s.subagent or (opens and s.first_user)
+            s.reported = True
+        s.first_user = False
         s.add("user", text, line, stamp)
+        s.reported = False
     elif role == "assistant":
         _assistant(message, line, s, stamp)
     elif role == "toolResult":
@@ -312,6 +336,20 @@ def _first_record(path: Path) -> dict[str, Any] | None:
         return None
     record = decode_object(data) if len(data) <= _HEADER_MAX else None
     return record if record is not None and record.get("type") == "session" else None
+
+
+def _opened_by_subagent(path: Path, offset: int) -> bool:
+    """Whether the session's first user message, before ``offset``, is a sub-agent's task."""
+    try:
+        records = list(head_records(path, offset, lines=_HEAD_LINES))
+    except OSError:
+        return False
+    for record in records:
+        message = record.get("message") if record.get("type") == "message" else None
+        if isinstance(message, dict) and message.get("role") == "user":
+            spawned = subagent_words(unwrap_user(message_text(message.get("content"))))
+            return spawned is not None and spawned[1]
+    return False
 
 
 def _run_before(path: Path, offset: int) -> str | None:

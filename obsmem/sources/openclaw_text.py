@@ -23,6 +23,7 @@ __all__ = [
     "clean_assistant",
     "message_text",
     "reduce_result",
+    "subagent_words",
     "summarise_call",
     "unwrap_user",
 ]
@@ -143,6 +144,28 @@ def classify_user(text: str) -> str | None:
         return "memory flush"
     if low.startswith("write a dream diary entry"):
         return "memory run"
+    return None
+
+
+_SUBAGENT_CONTEXT = "[Subagent Context]"
+_SUBAGENT_TASK = "[Subagent Task]:"
+_SYSTEM_MESSAGE = "[System Message]"
+
+
+def subagent_words(text: str) -> tuple[str, bool] | None:
+    """``(words, opens)`` for an (unwrapped) user message a sub-agent run made, else None.
+
+    A sub-agent's session opens with ``[Subagent Context] ...`` boilerplate before its
+    ``[Subagent Task]:`` (``opens`` is True: the whole session is the sub-agent's); its parent
+    gets the result back as a ``[System Message]`` about the sub-agent task. Neither was typed by
+    the user. ``words`` is the task alone for the first, the message for the second.
+    """
+    if text.startswith(_SUBAGENT_CONTEXT):
+        at = text.find(_SUBAGENT_TASK)
+        task = text[at + len(_SUBAGENT_TASK) :].strip() if at >= 0 else text
+        return task, at >= 0
+    if text.startswith(_SYSTEM_MESSAGE) and "subagent" in text[:400].lower():
+        return text, False
     return None
 
 

@@ -544,3 +544,47 @@ def test_find_files(tmp_path: Path) -> None:
         sessions / "b.jsonl",
     ]
     assert openclaw.find_files(tmp_path / "missing") == []
+
+
+def test_a_subagent_session_is_the_agents_work(write: Writer) -> None:
+    header = {"type": "session", "version": 3, "id": "child", "cwd": "/w/app"}
+    task = (
+        "[Sat 2026-04-18 15:10 GMT+8] [Subagent Context] You are running as a subagent "
+        "(depth 1/1). Results auto-announce to your requester; do not busy-poll for status.\n\n"
+        "[Subagent Task]: install the linter and try it on the workspace"
+    )
+    records = [
+        header,
+        _message("user", task),
+        _message("assistant", [{"type": "text", "text": "Installed; 3 warnings."}]),
+        _message("user", "[Subagent Context] All pending descendants have now settled."),
+    ]
+    path = write(records)
+    result = openclaw.read(path)
+    assert [(t.role, t.text, t.subagent) for t in result.turns] == [
+        ("user", "install the linter and try it on the workspace", True),
+        ("assistant", "Installed; 3 warnings.", True),
+        ("user", "[Subagent Context] All pending descendants have now settled.", True),
+    ]
+    offset = len(json.dumps(header)) + len(json.dumps(records[1])) + 2
+    later = openclaw.read(path, start_offset=offset, start_line=2)
+    assert [t.subagent for t in later.turns] == [True, True]
+
+
+def test_a_subagents_result_in_the_parent_is_not_the_users_words(write: Writer) -> None:
+    announce = (
+        "[Wed 2026-02-18 16:43 GMT+1] [System Message] [sessionId: 605f] A subagent task "
+        '"lint" just completed.\n\nResult:\nInstalled; 3 warnings.'
+    )
+    records = [
+        {"type": "session", "version": 3, "id": "parent", "cwd": "/w/app"},
+        _message("user", "lint the workspace in the background"),
+        _message("user", announce),
+        _message("assistant", [{"type": "text", "text": "The linter found 3 warnings."}]),
+    ]
+    turns = openclaw.read(write(records)).turns
+    assert [(t.role, t.subagent) for t in turns] == [
+        ("user", False),
+        ("user", True),
+        ("assistant", False),
+    ]
