@@ -36,7 +36,7 @@ from obsmem.settings import Settings
 from obsmem.sources.capture import CaptureRun, Pending, ScanReport
 from obsmem.sources.claude_memory import AutoMemoryReport, scan_auto_memory
 from obsmem.sources.model import ReadResult
-from obsmem.sources.select import open_state, select
+from obsmem.sources.select import open_state, select, transcript_format
 
 __all__ = ["ObserveReport", "run_observe"]
 
@@ -108,6 +108,9 @@ def run_observe(
             return report
     elif source == "claude-memory":
         raise UsageError("--transcript cannot be combined with --source claude-memory")
+    if transcript is not None and transcript.is_file():
+        # Refused before anything is opened, so a file that is no transcript leaves no trace.
+        transcript_format(transcript, source)
     llm = _provider(settings, store, environ) if provider is ... else provider
     report.provider = getattr(llm, "name", "rules") if llm is not None else "rules"
     deduper = Deduper(store.recent_observations())

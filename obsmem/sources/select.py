@@ -29,7 +29,7 @@ from obsmem.sources.redact_paths import redact_path
 from obsmem.sources.registry import AGENTS, check_transcript, reader_for
 from obsmem.sources.state import CaptureState
 
-__all__ = ["SourceStatus", "open_state", "preview", "select", "source_status"]
+__all__ = ["SourceStatus", "open_state", "preview", "select", "source_status", "transcript_format"]
 
 
 def open_state(store: MemoryStore) -> CaptureState:
@@ -63,7 +63,7 @@ def select(
         report = ScanReport(files=1)
         forced = None if source == "all" else source
         if transcript.is_file():
-            forced = _transcript_format(transcript, forced)
+            forced = transcript_format(transcript, forced)
         pending, why = plan_transcript(
             state, transcript, source=forced, min_new=min_new, flush=flush, idle_after=idle_after
         )
@@ -88,8 +88,10 @@ def select(
     return report
 
 
-def _transcript_format(path: Path, source: str | None) -> str:
-    """The format ``path`` is read as; a file that is no transcript is refused before any read."""
+def transcript_format(path: Path, source: str | None) -> str:
+    """The format ``path`` is read as (``source`` None or ``all``: detected); a file that is no
+    transcript is refused with a ``UsageError`` before any read."""
+    source = None if source == "all" else source
     try:
         return check_transcript(path, source)
     except OSError as exc:

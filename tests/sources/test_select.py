@@ -149,8 +149,9 @@ def test_observing_a_binary_file_writes_nothing(tmp_path: Path, store: MemorySto
         run_observe(store, settings, transcript=binary, flush=True)
     assert not store.observations_path.exists()
     assert not any(store.home.glob("*.md"))
-    with open_state(store) as state:
-        assert state.cursor(str(binary)) is None
+    # Refused before the capture state is opened: not even an empty database is left behind.
+    assert not store.state_db_path.exists()
+    assert not store.turns_path.exists()
 
 
 def test_the_command_refuses_a_binary_file_in_one_line(tmp_path: Path) -> None:
