@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from obsmem.sources.redact_forms import redact_forms
 from obsmem.sources.redact_keys import (
     ascii_lower,
     is_placeholder,
@@ -61,14 +62,18 @@ KINDS: dict[str, str] = {
     "jwt": "JSON Web Tokens (eyJ...eyJ...sig)",
     "private-key": "PEM/OpenSSH/PGP private key blocks (also when cut off before END)",
     "bearer": "Bearer tokens (Authorization: Bearer ...)",
-    "basic-auth": "HTTP Basic credentials (Authorization: Basic ...)",
+    "basic-auth": "HTTP Basic credentials (Authorization: Basic ..., Docker / npm auth values)",
     "url-password": "the password part of scheme://user:password@host",
-    "password": "values of password/passwd/passphrase/pwd keys, flags and .env lines",
-    "secret": "values of secret/client_secret/secret_key/auth_key keys",
+    "password": "values of password/passwd/passphrase/pwd keys, flags and .env lines; CLI password"
+    " arguments (curl -u, mysql -p, sshpass -p, htpasswd -b, ...), .netrc and .pgpass lines",
+    "secret": "values of secret/client_secret/secret_key/auth_key keys, random-looking auth /"
+    " signature values, SAS and presigned URL signatures, Kubernetes Secret data",
     "token": "values of token/access_token/GITHUB_TOKEN keys",
     "api-key": "values of api_key/apiKey/X-Api-Key keys",
     "access-key": "values of access_key keys",
-    "credential": "values of credential(s) keys",
+    "credential": "values of credential(s) / creds keys",
+    "key": "random-looking values of other *_KEY / *Key keys (SERVICE_KEY=, AccountKey=)",
+    "sidekiq": "Sidekiq Enterprise gem credentials (BUNDLE_GEMS__CONTRIBSYS__COM=)",
     "private": "<private>...</private> spans (the whole span)",
     "base64": "dropped: runs of 200+ base64 characters",
     "data-uri": "dropped: data: URIs",
@@ -238,10 +243,19 @@ def _data_uris(text: str, counts: Counter[str]) -> str:
     return _DATA_URI.sub(repl, text)
 
 
+def _is_path(run: str) -> bool:
+    """A long path or URL path, not base64: names between slashes far shorter than base64's
+    (one "/" in 64 characters), or "/" mixed with "-" / "_", which no one base64 alphabet has."""
+    slashes = run.count("/")
+    if slashes == 0:
+        return False
+    return len(run) / (slashes + 1) < 24 or "-" in run or "_" in run
+
+
 def _base64_blobs(text: str, counts: Counter[str]) -> str:
     def repl(m: re.Match[str]) -> str:
         blob = m.group()
-        if not mixed(blob):
+        if not mixed(blob) or _is_path(blob):
             return blob
         counts["base64"] += 1
         return f"[dropped:base64 {len(blob)} chars]"
@@ -329,6 +343,7 @@ def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
                 break
     if "://" in text:
         text = _url_passwords(text, counts)
+    text = splice(text, redact_forms(text, low if text is original else ascii_lower(text), counts))
     text = redact_assignments(text, counts, low if text is original else None)
     if blobs and len(text) >= _BLOB_MIN and _may_hold_blob(text):
         text = _base64_blobs(text, counts)
