@@ -344,9 +344,42 @@ def _runs(text: str) -> list[tuple[int, int]]:
         end = mask.find(b" ", at)
         if end == -1:
             end = len(mask)
-        found.append((mask.rfind(b" ", 0, at) + 1, end))
+        start = mask.rfind(b" ", 0, at) + 1
+        if start and text[start - 1] == "\\" and text[start] in "nrt":
+            start += 1  # a JSON-escaped line break: the run starts after it
+        found.append((start, end))
         at = mask.find(_RUN_NEEDLE, end)
     return found
+
+
+# A key body without its BEGIN/END lines: two or more lines of exactly 64 base64 characters
+# (PEM, OpenSSH, PuTTY's Private-Lines), then perhaps a shorter last line.
+_PEM_LINE = 64
+_PEM_CHARS = re.compile(r"[A-Za-z0-9+/]{64}\Z")
+_LINE_GAP = re.compile(r"(?:\r?\n|\\r\\n|\\n)[ \t]*\Z")
+_PEM_TAIL = re.compile(r"(?:\r?\n|\\r\\n|\\n)[ \t]*[A-Za-z0-9+/]{1,63}={0,2}(?![A-Za-z0-9+/=])")
+
+
+def _key_bodies(text: str, runs: list[tuple[int, int]]) -> list[Span]:
+    spans: list[Span] = []
+    group: list[tuple[int, int]] = []
+
+    def close() -> None:
+        if len(group) >= 2 and mixed(text[group[0][0] : group[-1][1]]):
+            end = group[-1][1]
+            tail = _PEM_TAIL.match(text, end)
+            spans.append((group[0][0], tail.end() if tail else end, "private-key"))
+        group.clear()
+
+    for start, end in runs:
+        if end - start != _PEM_LINE or not _PEM_CHARS.match(text, start, end):
+            close()
+            continue
+        if group and not _LINE_GAP.match(text, group[-1][1], start):
+            close()
+        group.append((start, end))
+    close()
+    return spans
 
 
 def redact_shapes(text: str, counts: Counter[str]) -> list[Span]:
@@ -354,9 +387,12 @@ def redact_shapes(text: str, counts: Counter[str]) -> list[Span]:
 
     A wrapped token gives two spans (its two lines keep their line break) and counts once.
     """
-    spans: list[Span] = []
+    runs = _runs(text)
+    spans = _key_bodies(text, runs) if len(runs) >= 2 else []
+    for span in spans:
+        counts["private-key"] += 1
     cursor = 0
-    for start, end in _runs(text):
+    for start, end in runs:
         if start < cursor:
             continue
         inner = _INNER if end - start <= _LONG_RUN else _INNER_LONG
