@@ -50,7 +50,8 @@ _PLACEHOLDER_WORDS = frozenset(
         "required", "optional", "string", "str", "bytes", "int", "bool", "any", "object",
         "redacted", "hidden", "masked", "secret", "password", "passwd", "pass", "token",
         "api_key", "apikey", "key", "example", "placeholder", "dummy", "test", "todo", "tbd",
-        "self", "this", "value", "empty", "env", "default",
+        "self", "this", "value", "empty", "env", "default", "changeme", "change_me", "change-me",
+        "changeit",
     }
 )  # fmt: skip
 _MASK_CHARS = frozenset("*xX.•…-_?#")
@@ -71,7 +72,14 @@ def is_placeholder(value: str) -> bool:
     if set(v) <= _MASK_CHARS:
         return True
     low = v.lower()
+    if low.startswith(("/", "./", "../", "~/")) and not _path_like(v):
+        return False  # base64 may start with "/": a path has names between its slashes
     return low in _PLACEHOLDER_WORDS or low.startswith(_PLACEHOLDER_PREFIXES)
+
+
+def _path_like(value: str) -> bool:
+    slashes = value.count("/")
+    return "." in value or slashes >= 2 and len(value) / slashes < 24 or len(value) < 16
 
 
 def _is_code(value: str) -> bool:
@@ -134,7 +142,7 @@ def _key_kind(key: str, flag: bool) -> tuple[str, bool] | None:
     """The kind of secret a settings key holds, and whether only a random-looking value counts
     (a weak key: ``SERVICE_KEY``, ``auth``), or None when it holds none."""
     parts = [p for p in _SPLIT.split(_CAMEL.sub(r"\1_\2", key).lower()) if p]
-    if not parts or (len(parts) == 1 and parts[0] in ("pwd", "oldpwd")):
+    if not parts or (len(parts) == 1 and parts[0] == "oldpwd"):
         return None  # $PWD is the working directory
     for i in range(len(parts) - 1, -1, -1):
         part = parts[i]
@@ -207,7 +215,7 @@ _BARE_EQ = re.compile(r"[^\s\"'`\\;]{1,1000}")  # ";" ends a value in connection
 _BARE_QUERY = re.compile(r"[^\s\"'`\\&#]{1,1000}")
 _BARE_COLON = re.compile(r"[^\s,;}\]\"'`\\]{1,1000}")
 # What may follow a value that stands alone: end of line, a comment, or a closing bracket.
-_VALUE_END = re.compile(r"[ \t]*(?:$|[,;)}\]#\r\n]|//|\\[nr])", re.MULTILINE)
+_VALUE_END = re.compile(r"[ \t]*(?:$|[,;)}\]#\r\n\"']|//|\\[nr])", re.MULTILINE)
 
 
 def _keyword_hits(low: str) -> list[tuple[int, int]]:

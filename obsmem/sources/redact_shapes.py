@@ -115,6 +115,8 @@ _TABLE: tuple[_Shape, ...] = (
     _Shape("sourcegraph", ("sgp_",), rf"(?:[{_HEX}]{{16}}_|local_)?[{_HEX}]{{40}}{_END}"),
     _Shape("artifactory", ("AKCp",), rf"[{_AN}]{{69}}{_END}"),
     _Shape("artifactory", ("cmVmd",), rf"[{_AN}]{{59}}{_END}"),
+    _Shape("clickhouse", ("4b1d",), rf"[{_AN}]{{38}}{_END}"),
+    _Shape("gitlab", ("_gitlab_session=",), r"[0-9a-z]{32}(?![A-Za-z0-9])"),
     _Shape("prefect", ("pnu_",), rf"[{_AN}]{{36}}{_END}"),
     _Shape("readme", ("rdme_",), rf"[a-z0-9]{{70}}{_END}"),
     _Shape("pulumi", ("pul-",), rf"[{_HEX}]{{40}}{_END}"),
@@ -268,11 +270,11 @@ _RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _RUN_TABLE = bytes(0x61 if i in _RUN_BYTES else 0x20 for i in range(256))
 _RUN_MIN = 20  # no token shape is shorter
 _RUN_NEEDLE = b"a" * _RUN_MIN
-_INNER = re.compile(r"[./=+](?=[A-Za-z0-9])")
+_INNER = re.compile(r"[./=+](?=[A-Za-z0-9_])")
 _INNER_LONG = re.compile(r"[.=](?=[A-Za-z0-9])")  # in a long run (a blob): not after + or /
 _LONG_RUN = 4096
 # A line that may continue a wrapped token: indentation, then only token characters.
-_CONTINUATION = re.compile(r"[ \t]{0,12}([A-Za-z0-9_+/=\-]{4,4000})[ \t]*(?=\r?\n|\\n|$)")
+_CONTINUATION = re.compile(r"[ \t]{0,12}([A-Za-z0-9_+/=.~\-]{4,4000})[ \t]*(?=\r?\n|\\n|$)")
 _NEWLINE = re.compile(r"\r?\n|\\n")
 # The part of a wrapped token on its first line: bounded, so a long run costs no rescans.
 _LINE_PART = re.compile(r"[^ \t\r\n\\\"'`]*")
@@ -327,6 +329,44 @@ def _match_at(text: str, pos: int) -> list[Span] | None:
         if kind is not None:
             return [(pos, end, kind)]
     return None
+
+
+# A line break between two runs of token characters: where a wrapped token may be cut.
+_WRAP_JOIN = re.compile(r"(?<=[A-Za-z0-9_+/=.~:|-])\r?\n[ \t]{0,12}(?=[A-Za-z0-9_+/=.~:|-])")
+
+
+def _wrapped_gated(text: str, counts: Counter[str]) -> list[Span]:
+    """The gated shapes found only once the lines are joined: each wrapped token's two parts."""
+    joined = _WRAP_JOIN.sub("", text)
+    if joined == text:
+        return []
+    spans: list[Span] = []
+    for kind, trigger, pattern, back in _GATED:
+        if trigger not in joined:
+            continue
+        for m in pattern.finditer(joined):
+            secret = joined[m.start(1) : m.end(1)] if back < 0 else joined[m.start() - back : m.end()]
+            if secret in text or len(secret) < 12:
+                continue  # found whole already
+            start = text.find(secret[:8])
+            if start == -1:
+                continue
+            parts, pos, i = [], start, 0
+            while i < len(secret) and pos < len(text):
+                if text[pos] == secret[i]:
+                    i, pos = i + 1, pos + 1
+                    continue
+                gap = _WRAP_JOIN.match(text, pos) or re.compile(r"[ \t]{0,12}").match(text, pos)
+                if gap is None or gap.end() == pos:
+                    break
+                parts.append(pos)
+                pos = gap.end()
+            if i < len(secret):
+                continue
+            bounds = [start, *[b for p in parts for b in (p, _WRAP_JOIN.match(text, p).end())], pos]
+            spans.extend((bounds[j], bounds[j + 1], kind) for j in range(0, len(bounds), 2))
+            counts[kind] += 1
+    return spans
 
 
 def _judge(shape: _Shape, token: str) -> str | None:
@@ -409,6 +449,8 @@ def redact_shapes(text: str, counts: Counter[str]) -> list[Span]:
             for m in pattern.finditer(text):
                 spans.append((*(m.span(1) if back < 0 else (m.start() - back, m.end())), kind))
                 counts[kind] += 1
+    if "\n" in text:
+        spans.extend(_wrapped_gated(text, counts))
     if len(spans) > 1:
         spans.sort()
     return spans
