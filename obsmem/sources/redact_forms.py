@@ -32,17 +32,22 @@ _FORMS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
         r"\bcurl\b" + _ARGS + r"(?<=\s)(?:-u|--user|--proxy-user)(?:=|[ \t]{1,5})?[\"']?"
         r"[^\s:\"'/@%]{1,100}:(?!//)([^\s\"']{1,200})")),
     # smbclient -U user%pass
-    ("password", ("-u",), re.compile(r"(?<=\s)-U[ \t]{1,5}[\"']?[^\s%\"']{1,100}%([^\s\"']{1,200})")),
+    ("password", ("-u",), re.compile(
+        r"(?<=\s)-U[ \t]{1,5}[\"']?[^\s%\"']{1,100}%([^\s\"']{1,200})")),
     # mysql -pSECRET, mysqldump -p'SECRET' (with no space: "-p" alone asks for it)
     ("password", ("mysql", "mariadb"), re.compile(
         r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mariadb|mariadb-dump)"
         r"\b" + _ARGS + r"(?<=\s)-p" + _VALUE)),
     # sshpass -p SECRET / -pSECRET
-    ("password", ("sshpass",), re.compile(r"\bsshpass\b" + _ARGS + r"(?<=\s)-p[ \t]{0,5}" + _VALUE)),
+    ("password", ("sshpass",), re.compile(
+        r"\bsshpass\b" + _ARGS + r"(?<=\s)-p[ \t]{0,5}" + _VALUE)),
     # redis-cli -a SECRET
-    ("password", ("redis-cli",), re.compile(r"\bredis-cli\b" + _ARGS + r"(?<=\s)-a[ \t]{1,5}" + _VALUE)),
+    ("password", ("redis-cli",), re.compile(
+        r"\bredis-cli\b" + _ARGS + r"(?<=\s)-a[ \t]{1,5}" + _VALUE)),
     # mongo / mongosh -p SECRET
-    ("password", ("mongo",), re.compile(r"\bmongo(?:sh|dump|restore|import|export)?\b" + _ARGS + r"(?<=\s)-p[ \t]{1,5}" + _VALUE)),
+    ("password", ("mongo",), re.compile(
+        r"\bmongo(?:sh|dump|restore|import|export)?\b" + _ARGS
+        + r"(?<=\s)-p[ \t]{1,5}" + _VALUE)),
     # docker / podman / helm / oras login -p SECRET
     ("password", ("login",), re.compile(r"\blogin\b" + _ARGS + r"(?<=\s)-p[ \t]{1,5}" + _VALUE)),
     # az login -p, sqlcmd / bcp -P, zip / unzip -P, mosquitto -P, ssh-keygen -N / -P
@@ -50,12 +55,15 @@ _FORMS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
         r"\b(?:sqlcmd|bcp|zip|unzip|mosquitto_pub|mosquitto_sub|ssh-keygen)\b" + _ARGS + r""
         r"(?<=\s)-[PN][ \t]{1,5}" + _VALUE)),
     # 7z a -pSECRET, rar -pSECRET
-    ("password", ("7z", "rar"), re.compile(r"\b(?:7z|7za|rar|unrar)\b" + _ARGS + r"(?<=\s)-p(?!\s)" + _VALUE)),
+    ("password", ("7z", "rar"), re.compile(
+        r"\b(?:7z|7za|rar|unrar)\b" + _ARGS + r"(?<=\s)-p(?!\s)" + _VALUE)),
     # ldapsearch -w SECRET
-    ("password", ("ldap",), re.compile(r"\bldap\w{0,10}\b" + _ARGS + r"(?<=\s)-w[ \t]{1,5}" + _VALUE)),
+    ("password", ("ldap",), re.compile(
+        r"\bldap\w{0,10}\b" + _ARGS + r"(?<=\s)-w[ \t]{1,5}" + _VALUE)),
     # openssl ... -passin pass:SECRET, -k SECRET
     ("password", ("pass:",), re.compile(r"pass:(?<![\w-]pass:)" + _VALUE)),
-    ("password", ("openssl",), re.compile(r"\bopenssl\b" + _ARGS + r"(?<=\s)-k[ \t]{1,5}" + _VALUE)),
+    ("password", ("openssl",), re.compile(
+        r"\bopenssl\b" + _ARGS + r"(?<=\s)-k[ \t]{1,5}" + _VALUE)),
     # xfreerdp /p:SECRET
     ("password", ("/p:",), re.compile(r"(?<=\s)/p:" + _VALUE)),
     # rabbitmqctl add_user NAME SECRET / change_password NAME SECRET
@@ -63,7 +71,8 @@ _FORMS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
         r"\brabbitmqctl[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+" + _VALUE)),
     # wpa_passphrase SSID SECRET; nmcli ... password SECRET
     ("password", ("wpa_passphrase",), re.compile(r"\bwpa_passphrase[ \t]+\S+[ \t]+" + _VALUE)),
-    ("password", ("nmcli",), re.compile(r"\bnmcli\b" + _ARGS + r"[ \t](?:password|psk)[ \t]+" + _VALUE)),
+    ("password", ("nmcli",), re.compile(
+        r"\bnmcli\b" + _ARGS + r"[ \t](?:password|psk)[ \t]+" + _VALUE)),
     # echo SECRET | docker login --password-stdin; echo SECRET | sudo -S
     ("password", ("password-stdin", "sudo -s"), re.compile(
         r"\becho[ \t]+(?:-n[ \t]+)?" + _VALUE + r"[ \t]*\|[ \t]*[^\n|]{0,100}?"
@@ -77,7 +86,8 @@ _FORMS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
         r"(?:\bsqlplus[ \t]+(?:-\w+[ \t]+)*|thin:)[\"']?[^\s/@\"']{1,100}/([^\s@\"']{1,200})@")),
     # .netrc: machine HOST login USER password SECRET (on one line or several)
     ("password", ("machine", "default"), re.compile(
-        r"\b(?:machine[ \t]+\S+|default)\b(?:\s+(?:login|account)\s+\S{1,200}){0,2}\s+password\s+" + _VALUE)),
+        r"\b(?:machine[ \t]+\S+|default)\b(?:\s+(?:login|account)\s+\S{1,200}){0,2}"
+        r"\s+password\s+" + _VALUE)),
     # Azure SAS tokens and presigned URLs: the signature is the credential
     ("secret", ("sig=", "signature="), re.compile(
         r"[?&;](?:sig|x-amz-signature|x-goog-signature|signature)=([A-Za-z0-9%+/=_-]{16,600})",
@@ -88,11 +98,15 @@ _FORMS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
 )  # fmt: skip
 
 # .pgpass: hostname:port:database:username:password, one per line.
-_PGPASS = re.compile(r":(?:\d{1,5}|\*):[^\s:]{1,100}:[^\s:]{1,100}:(\S{1,200})[ \t]*$", re.MULTILINE)
+_PGPASS = re.compile(
+    r":(?:\d{1,5}|\*):[^\s:]{1,100}:[^\s:]{1,100}:(\S{1,200})[ \t]*$", re.MULTILINE
+)
 _HOST = re.compile(r"[A-Za-z0-9_.*\-\[\]]{1,253}\Z")
 
 # Docker's config.json "auth" and .npmrc's _auth: base64 of "user:password".
-_AUTH = re.compile(r"auth(?<![a-z0-9]auth)[\"']?[ \t]*[:=][ \t]*[\"']?([a-z0-9+/]{8,400}={0,2})(?![a-z0-9+/=])")
+_AUTH = re.compile(
+    r"auth(?<![a-z0-9]auth)[\"']?[ \t]*[:=][ \t]*[\"']?([a-z0-9+/]{8,400}={0,2})(?![a-z0-9+/=])"
+)
 
 # Kubernetes Secret manifests: every value under data: / stringData:.
 _K8S_DATA = re.compile(r"^([ \t]*)(?:data|stringData):[ \t]*$", re.MULTILINE)
@@ -111,7 +125,10 @@ def _is_secret(value: str) -> bool:
 
 
 # htpasswd -b[c] FILE USER SECRET, htpasswd -nb USER SECRET
-_HTPASSWD = re.compile(r"\bhtpasswd[ \t]+-([a-zA-Z]*b[a-zA-Z]*)[ \t]+(\S{1,400})[ \t]+(\S{1,400})(?:[ \t]+(\S{1,400}))?")
+_HTPASSWD = re.compile(
+    r"\bhtpasswd[ \t]+-([a-zA-Z]*b[a-zA-Z]*)[ \t]+(\S{1,400})[ \t]+(\S{1,400})"
+    r"(?:[ \t]+(\S{1,400}))?"
+)
 
 
 def _htpasswd(text: str, spans: list[tuple[int, int, str]]) -> None:
@@ -168,13 +185,13 @@ def redact_forms(text: str, low: str, counts: Counter[str]) -> list[tuple[int, i
         _pgpass(text, spans)
     if "auth" in low:
         _auths(text, low, spans)
-    if "kind: secret" in low or "kind: \"secret\"" in low:
+    if "kind: secret" in low or 'kind: "secret"' in low:
         _k8s_secrets(text, spans)
     if len(spans) > 1:
         spans.sort()
     kept: list[tuple[int, int, str]] = []
-    for span in spans:
-        if not kept or span[0] >= kept[-1][1]:
-            kept.append(span)
-            counts[span[2]] += 1
+    for found in spans:
+        if not kept or found[0] >= kept[-1][1]:
+            kept.append(found)
+            counts[found[2]] += 1
     return kept

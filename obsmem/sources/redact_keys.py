@@ -79,7 +79,7 @@ def is_placeholder(value: str) -> bool:
 
 def _path_like(value: str) -> bool:
     slashes = value.count("/")
-    return "." in value or slashes >= 2 and len(value) / slashes < 24 or len(value) < 16
+    return "." in value or (slashes >= 2 and len(value) / slashes < 24) or len(value) < 16
 
 
 def _is_code(value: str) -> bool:
@@ -133,7 +133,7 @@ _NOT_SECRET_KEYS = frozenset(
         "lookup", "unique", "composite", "index", "object", "range", "group", "shard", "routing",
         "dedup", "dedupe", "i18n", "translation", "label", "registry", "cursor", "page", "message",
         "event", "state", "order", "name", "map", "dict", "search", "sub", "issuer", "key",
-        "monkey", "turkey", "hotkey", "foreign", "ssh", "gpg", "pgp", "host", "known", "react",
+        "monkey", "turkey", "hotkey", "ssh", "gpg", "pgp", "host", "known", "react",
     }
 )  # fmt: skip
 
@@ -177,7 +177,9 @@ def looks_random(value: str) -> bool:
     has_alpha = any(c.isalpha() for c in v)
     if not has_alpha:
         return False
-    if not has_digit and not (len(v) >= 20 and any(c.isupper() for c in v) and any(c.islower() for c in v)):
+    if not has_digit and not (
+        len(v) >= 20 and any(c.isupper() for c in v) and any(c.islower() for c in v)
+    ):
         return False
     if _VERSION.match(v) or _DOTTED.match(v):
         return False

@@ -144,7 +144,8 @@ _TABLE: tuple[_Shape, ...] = (
     _Shape("dynatrace", ("dt0c01.",), rf"[{_AN}]{{24}}\.[{_AN}]{{64}}{_END}"),
     _Shape("databricks", ("dapi",), rf"[{_HEX}]{{32}}(?:-\d)?{_END}"),
     _Shape("cloudflare", ("v1.0-",), rf"[{_HEX}]{{24}}-[{_HEX}]{{146}}{_END}"),
-    _Shape("tailscale", ("tskey-",), rf"(?:auth|api|client|scim|webhook)-[{_AN}]{{10,}}-[{_AN}]{{20,64}}{_END}"),
+    _Shape("tailscale", ("tskey-",),
+           rf"(?:auth|api|client|scim|webhook)-[{_AN}]{{10,}}-[{_AN}]{{20,64}}{_END}"),
     _Shape("supabase", ("sbp_",), rf"[{_HEX}]{{40}}{_END}"),
     _Shape("vercel", ("vercel_",), rf"[{_AN}]{{24,64}}{_END}"),
     _Shape("netlify", ("nfp_",), rf"[{_AN}]{{36,40}}{_END}"),
@@ -219,11 +220,15 @@ _TABLE: tuple[_Shape, ...] = (
 # the span starts ``back`` characters before the match (or is the match's group 1 when ``back``
 # is -1).
 _GATED: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
-    ("firebase", ":APA91b", re.compile(rf":APA91b(?<=AAAA[{_WD}]{{7}}:APA91b)[{_WD}]{{100,200}}"), 11),
+    ("firebase", ":APA91b", re.compile(
+        rf":APA91b(?<=AAAA[{_WD}]{{7}}:APA91b)[{_WD}]{{100,200}}"), 11),
     ("mailchimp", "-us", re.compile(rf"-us(?<=[0-9a-f]{{32}}-us)\d{{1,2}}(?![{_AN}])"), 32),
     ("maxmind", "_mmk", re.compile(rf"_mmk(?<=[{_AN}]{{6}}_[{_AN}]{{29}}_mmk)(?![{_AN}])"), 36),
-    ("terraform", ".atlasv1.", re.compile(rf"\.atlasv1\.(?<=[a-z0-9]{{14}}\.atlasv1\.)[{_WD}=]{{60,70}}"), 14),
-    ("azure-ad", "Q~", re.compile(rf"Q~(?<=[{_AN}_~.]{{3}}\dQ~)[{_AN}_~.\-]{{31,34}}(?![{_AN}_~.\-])"), 4),
+    ("terraform", ".atlasv1.", re.compile(
+        rf"\.atlasv1\.(?<=[a-z0-9]{{14}}\.atlasv1\.)[{_WD}=]{{60,70}}"), 14),
+    ("azure-ad", "Q~", re.compile(
+        rf"Q~(?<=[{_AN}_~.]{{3}}\dQ~)"
+        rf"[{_AN}_~.\-]{{31,34}}(?![{_AN}_~.\-])"), 4),
     ("authress", ".acc", re.compile(
         rf"(?<![{_AN}])(?:sc|ext|scauth|authress)_[{_AN}]{{5,30}}\.[{_AN}]{{4,6}}\.acc[_-]"
         rf"[a-z0-9-]{{10,32}}\.[a-z0-9+/_=-]{{30,120}}"), 0),
@@ -283,8 +288,9 @@ _WRAP_MAX = 400
 Span = tuple[int, int, str]
 
 
-def _wrapped(text: str, pos: int, prefix: str, body: re.Pattern[str], shape: _Shape,
-             whole: bool) -> list[Span] | None:
+def _wrapped(
+    text: str, pos: int, prefix: str, body: re.Pattern[str], shape: _Shape, whole: bool
+) -> list[Span] | None:
     """The two parts of a token at ``pos`` that goes on at the start of the next line."""
     first = _LINE_PART.match(text, pos, pos + _WRAP_MAX)
     line_end = first.end() if first is not None else pos
@@ -304,7 +310,10 @@ def _wrapped(text: str, pos: int, prefix: str, body: re.Pattern[str], shape: _Sh
     kind = _judge(shape, joined[: m.end()])
     if kind is None:
         return None
-    return [(pos, line_end, kind), (cont.start(1), cont.start(1) + m.end() - (line_end - pos), kind)]
+    return [
+        (pos, line_end, kind),
+        (cont.start(1), cont.start(1) + m.end() - (line_end - pos), kind),
+    ]
 
 
 def _match_at(text: str, pos: int) -> list[Span] | None:
@@ -345,25 +354,28 @@ def _wrapped_gated(text: str, counts: Counter[str]) -> list[Span]:
         if trigger not in joined:
             continue
         for m in pattern.finditer(joined):
-            secret = joined[m.start(1) : m.end(1)] if back < 0 else joined[m.start() - back : m.end()]
+            secret = (
+                joined[m.start(1) : m.end(1)] if back < 0 else joined[m.start() - back : m.end()]
+            )
             if secret in text or len(secret) < 12:
                 continue  # found whole already
             start = text.find(secret[:8])
             if start == -1:
                 continue
-            parts, pos, i = [], start, 0
+            gaps: list[tuple[int, int]] = []
+            pos, i = start, 0
             while i < len(secret) and pos < len(text):
                 if text[pos] == secret[i]:
                     i, pos = i + 1, pos + 1
                     continue
-                gap = _WRAP_JOIN.match(text, pos) or re.compile(r"[ \t]{0,12}").match(text, pos)
-                if gap is None or gap.end() == pos:
+                gap = _WRAP_JOIN.match(text, pos)
+                if gap is None:
                     break
-                parts.append(pos)
+                gaps.append(gap.span())
                 pos = gap.end()
             if i < len(secret):
                 continue
-            bounds = [start, *[b for p in parts for b in (p, _WRAP_JOIN.match(text, p).end())], pos]
+            bounds = [start, *[b for gap_span in gaps for b in gap_span], pos]
             spans.extend((bounds[j], bounds[j + 1], kind) for j in range(0, len(bounds), 2))
             counts[kind] += 1
     return spans
@@ -429,8 +441,7 @@ def redact_shapes(text: str, counts: Counter[str]) -> list[Span]:
     """
     runs = _runs(text)
     spans = _key_bodies(text, runs) if len(runs) >= 2 else []
-    for span in spans:
-        counts["private-key"] += 1
+    counts["private-key"] += len(spans)
     cursor = 0
     for start, end in runs:
         if start < cursor:

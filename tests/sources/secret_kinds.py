@@ -197,7 +197,8 @@ BENIGN: tuple[str, ...] = (
     "curl -u $USER:$PASS https://api.example.com && mysql -p -h db app",
     "docker run -u 1000:1000 -p 8080:80 nginx:1.25",
     "ssh -p 2222 deploy@10.0.0.5 'uptime'",
-    "ls -la /var/lib/docker/overlay2/3a1f9e8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f",
+    "ls -la /var/lib/docker/overlay2/"
+    "3a1f9e8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f",
     "pip install requests==2.31.0 'urllib3<2' --index-url https://pypi.org/simple",
     "npm install --save-dev typescript@5.3.3 @types/node@20.10.5",
     "[2026-11-30T10:15:42.123Z] INFO server listening on 0.0.0.0:8080 (pid 4242)",
@@ -215,9 +216,11 @@ BENIGN: tuple[str, ...] = (
     "terraform plan -var 'region=eu-west-1' -out=tfplan",
     "ghcr.io/example-org/observational-memory:2026.11.30-3f78685",
     "test_redaction_keeps_long_identifiers_like_this_one_unchanged_forever passed",
-    "public_key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl dev",
+    "public_key: ssh-ed25519 "
+    "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl dev",
     "key: app.kubernetes.io/name\nvalue: observational-memory",
-    "Signed-off-by: Ada Lovelace <ada@example.com>\nChange-Id: I8473b95934b5732ac55d26311a706c9c2bde9940",
+    "Signed-off-by: Ada Lovelace <ada@example.com>\n"
+    "Change-Id: I8473b95934b5732ac55d26311a706c9c2bde9940",
     "https://example.com/search?q=password+reset&sort=recent",
     "ISBN 978-3-16-148410-0 and DOI 10.1000/182",
     "v1.2.3-beta.4 released on 2026-11-30 (build 20261130.7)",
