@@ -441,7 +441,8 @@ def redact_shapes(text: str, counts: Counter[str]) -> list[Span]:
     """
     runs = _runs(text)
     spans = _key_bodies(text, runs) if len(runs) >= 2 else []
-    counts["private-key"] += len(spans)
+    if spans:
+        counts["private-key"] += len(spans)
     cursor = 0
     for start, end in runs:
         if start < cursor:
