@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from obsmem.sources.normalise import clip
-from obsmem.sources.redact import safe_cut
+from obsmem.sources.redact import redact, safe_cut
 
 __all__ = [
     "ERROR_LINES",
@@ -75,7 +75,12 @@ _ERROR_MARKER = re.compile("|".join(map(re.escape, _ERROR_MARKERS)))
 
 
 def short(text: str, limit: int = LINE_CHARS) -> str:
-    """``text`` on one line (whitespace collapsed), cut to ``limit`` characters with an ellipsis."""
+    """``text`` on one line (whitespace collapsed), cut to ``limit`` characters with an ellipsis.
+
+    Text of several lines is redacted before its lines are joined: ``db-password: X`` on a line
+    of its own is a setting, and read as prose once joined to the next line it would pass."""
+    if "\n" in text:
+        text = redact(text)
     line = " ".join(text.split())
     if len(line) <= limit:
         return line

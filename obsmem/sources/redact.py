@@ -31,12 +31,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from obsmem.sources.redact_forms import redact_forms
 from obsmem.sources.redact_keys import (
     ascii_lower,
     is_placeholder,
     redact_assignments,
     splice,
 )
+from obsmem.sources.redact_shapes import SHAPE_KINDS, has_digit, mixed, redact_shapes
 
 __all__ = ["KINDS", "redact", "redact_counts", "redact_turns", "safe_cut"]
 
@@ -60,18 +62,27 @@ KINDS: dict[str, str] = {
     "jwt": "JSON Web Tokens (eyJ...eyJ...sig)",
     "private-key": "PEM/OpenSSH/PGP private key blocks (also when cut off before END)",
     "bearer": "Bearer tokens (Authorization: Bearer ...)",
-    "basic-auth": "HTTP Basic credentials (Authorization: Basic ...)",
+    "basic-auth": "HTTP Basic credentials (Authorization: Basic ..., Docker / npm auth values)",
     "url-password": "the password part of scheme://user:password@host",
-    "password": "values of password/passwd/passphrase/pwd keys, flags and .env lines",
-    "secret": "values of secret/client_secret/secret_key/auth_key keys",
+    "password": "values of password/passwd/passphrase/pwd keys, flags and .env lines; CLI password"
+    " arguments (curl -u, mysql -p, sshpass -p, htpasswd -b, ...), .netrc and .pgpass lines",
+    "secret": "values of secret/client_secret/secret_key/auth_key keys, random-looking auth /"
+    " signature values, SAS and presigned URL signatures, Kubernetes Secret data",
     "token": "values of token/access_token/GITHUB_TOKEN keys",
     "api-key": "values of api_key/apiKey/X-Api-Key keys",
     "access-key": "values of access_key keys",
-    "credential": "values of credential(s) keys",
+    "credential": "values of credential(s) / creds keys",
+    "key": "random-looking values of other *_KEY / *Key keys (SERVICE_KEY=, AccountKey=)",
+    "sidekiq": "Sidekiq Enterprise gem credentials (BUNDLE_GEMS__CONTRIBSYS__COM=)",
     "private": "<private>...</private> spans (the whole span)",
     "base64": "dropped: runs of 200+ base64 characters",
     "data-uri": "dropped: data: URIs",
 }
+KINDS.update(
+    (kind, f"{kind} tokens ({', '.join(prefixes[:4])}{', ...' if len(prefixes) > 4 else ''})")
+    for kind, prefixes in sorted(SHAPE_KINDS.items())
+    if kind not in KINDS
+)
 
 # --- Token shapes ------------------------------------------------------------------------
 # Each pattern starts with its literal prefix (so ``re`` skips to candidates fast) followed by a
@@ -97,108 +108,18 @@ class _Rule:
     anchor: str = ""
 
 
-def _has_digit(value: str) -> bool:
-    return any(c.isdigit() for c in value)
-
-
-def _mixed(value: str) -> bool:
-    """Random-looking: upper and lower case letters and digits all present."""
-    has_upper = has_lower = has_digit = False
-    for c in value:
-        if c.isupper():
-            has_upper = True
-        elif c.islower():
-            has_lower = True
-        elif c.isdigit():
-            has_digit = True
-        if has_upper and has_lower and has_digit:
-            return True
-    return False
-
-
 def _needs(test: Callable[[str], bool], kind: str) -> Callable[[str], str | None]:
     return lambda secret: kind if test(secret) else None
 
 
-def _sk_kind(secret: str) -> str | None:
-    if secret.startswith("sk-ant-"):
-        return "anthropic"
-    return "openai" if _has_digit(secret[3:]) else None
-
-
 _B64URL = r"A-Za-z0-9_\-"
+# The shapes that start with a literal prefix are in redact_shapes; these need their context.
 _TOKEN_RULES: tuple[_Rule, ...] = (
-    # Anthropic (sk-ant-...) and OpenAI-style (sk-, sk-proj-, sk-svcacct-) keys share a prefix.
-    _Rule(
-        "openai",
-        re.compile(rf"sk-(?<![{_B64URL}]sk-)[{_B64URL}]{{20,}}"),
-        judge=_sk_kind,
-        anchor="-",
-    ),
-    _Rule(
-        "github",
-        re.compile(r"gh[pousr]_(?<![A-Za-z0-9_]gh[pousr]_)[A-Za-z0-9]{36,255}(?![A-Za-z0-9_])"),
-        anchor="_",
-    ),
-    _Rule(
-        "github",
-        re.compile(r"github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{22,255}"),
-        anchor="_",
-    ),
-    _Rule(
-        "gitlab",
-        re.compile(rf"glpat-(?<![{_B64URL}]glpat-)[{_B64URL}.]{{20,}}"),
-        anchor="-",
-    ),
-    _Rule(
-        "slack",
-        re.compile(
-            r"x(?:ox[abposr]-(?<![A-Za-z0-9_-]xox[abposr]-)[A-Za-z0-9-]{10,}"
-            r"|app-(?<![A-Za-z0-9_-]xapp-)\d-[A-Za-z0-9-]{10,})"
-        ),
-        judge=_needs(_has_digit, "slack"),
-        anchor="-",
-    ),
     _Rule(
         "slack-webhook",
         re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{8,})"),
         group=1,
         anchor=".",
-    ),
-    _Rule(
-        "stripe",
-        # Starts at "k_" for a literal prefix; the s/r before it is part of the key (back=1).
-        re.compile(
-            r"k_(?:live|test)_(?<![A-Za-z0-9][sr]k_live_)(?<![A-Za-z0-9][sr]k_test_)"
-            r"(?<=[sr]k_live_|[sr]k_test_)[A-Za-z0-9]{16,247}(?![A-Za-z0-9])"
-        ),
-        back=1,  # secret (sk_) and restricted (rk_) keys; publishable pk_ keys are public
-        anchor="_",
-    ),
-    _Rule(
-        "stripe",
-        re.compile(r"whsec_(?<![A-Za-z0-9_]whsec_)[A-Za-z0-9]{24,}"),
-        anchor="_",
-    ),
-    _Rule(
-        "google-api-key",
-        re.compile(rf"AIza(?<![{_B64URL}]AIza)[{_B64URL}]{{35}}(?![{_B64URL}])"),
-    ),
-    _Rule(
-        "npm",
-        re.compile(r"npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9_])"),
-        anchor="_",
-    ),
-    _Rule(
-        "pypi",
-        re.compile(rf"pypi-AgEI(?<![{_B64URL}]pypi-AgEI)[{_B64URL}]{{50,}}"),
-        anchor="-",
-    ),
-    _Rule(
-        "huggingface",
-        re.compile(r"hf_(?<![A-Za-z0-9_]hf_)[A-Za-z0-9]{34,40}(?![A-Za-z0-9_])"),
-        judge=_needs(_mixed, "huggingface"),
-        anchor="_",
     ),
     _Rule(
         "telegram-bot",
@@ -207,24 +128,6 @@ _TOKEN_RULES: tuple[_Rule, ...] = (
         group=1,
         anchor=":",
     ),
-    _Rule(
-        "sendgrid",
-        re.compile(rf"SG\.(?<![{_B64URL}]SG\.)[{_B64URL}]{{22}}\.[{_B64URL}]{{43}}"),
-        anchor=".",
-    ),
-    _Rule(
-        "aws-access-key",
-        re.compile(
-            r"(?:AKIA|ASIA|ABIA|ACCA)(?<![A-Za-z0-9](?:AKIA|ASIA|ABIA|ACCA))"
-            r"[A-Z0-9]{16}(?![A-Za-z0-9])"
-        ),
-        judge=_needs(_has_digit, "aws-access-key"),
-    ),
-    _Rule(
-        "jwt",
-        re.compile(rf"eyJ(?<![{_B64URL}]eyJ)[{_B64URL}]{{8,}}\.[{_B64URL}]{{8,}}\.[{_B64URL}]*"),
-        anchor=".",
-    ),
     # Header tokens: the scheme word stays, the credential goes.
     _Rule(
         "bearer",
@@ -232,7 +135,7 @@ _TOKEN_RULES: tuple[_Rule, ...] = (
         ("bearer",),
         group=1,
         lower=True,
-        judge=_needs(_has_digit, "bearer"),
+        judge=_needs(has_digit, "bearer"),
     ),
     _Rule(
         "basic-auth",
@@ -340,10 +243,19 @@ def _data_uris(text: str, counts: Counter[str]) -> str:
     return _DATA_URI.sub(repl, text)
 
 
+def _is_path(run: str) -> bool:
+    """A long path or URL path, not base64: names between slashes far shorter than base64's
+    (one "/" in 64 characters), or "/" mixed with "-" / "_", which no one base64 alphabet has."""
+    slashes = run.count("/")
+    if slashes == 0:
+        return False
+    return len(run) / (slashes + 1) < 24 or "-" in run or "_" in run
+
+
 def _base64_blobs(text: str, counts: Counter[str]) -> str:
     def repl(m: re.Match[str]) -> str:
         blob = m.group()
-        if not _mixed(blob):
+        if not mixed(blob) or _is_path(blob):
             return blob
         counts["base64"] += 1
         return f"[dropped:base64 {len(blob)} chars]"
@@ -418,6 +330,7 @@ def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
         text = _private_keys(text, counts)
     if "data:" in text:
         text = _data_uris(text, counts)
+    text = splice(text, redact_shapes(text, counts))
     if _RUN.search(text) is not None:  # no 15-character run: no token can be there
         present = {char for char in "-_:." if char in text}
         for anchor, search, rule in _CASED_SEARCHES:
@@ -430,6 +343,7 @@ def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
                 break
     if "://" in text:
         text = _url_passwords(text, counts)
+    text = splice(text, redact_forms(text, low if text is original else ascii_lower(text), counts))
     text = redact_assignments(text, counts, low if text is original else None)
     if blobs and len(text) >= _BLOB_MIN and _may_hold_blob(text):
         text = _base64_blobs(text, counts)

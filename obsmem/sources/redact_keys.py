@@ -9,10 +9,18 @@ and checked against placeholders. Every step does bounded work per hit, so the p
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 
-__all__ = ["ascii_lower", "is_placeholder", "label", "redact_assignments", "splice"]
+__all__ = [
+    "ascii_lower",
+    "is_placeholder",
+    "label",
+    "looks_random",
+    "redact_assignments",
+    "splice",
+]
 
 
 _IDENT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
@@ -42,7 +50,8 @@ _PLACEHOLDER_WORDS = frozenset(
         "required", "optional", "string", "str", "bytes", "int", "bool", "any", "object",
         "redacted", "hidden", "masked", "secret", "password", "passwd", "pass", "token",
         "api_key", "apikey", "key", "example", "placeholder", "dummy", "test", "todo", "tbd",
-        "self", "this", "value", "empty", "env", "default",
+        "self", "this", "value", "empty", "env", "default", "changeme", "change_me", "change-me",
+        "changeit",
     }
 )  # fmt: skip
 _MASK_CHARS = frozenset("*xX.•…-_?#")
@@ -63,7 +72,14 @@ def is_placeholder(value: str) -> bool:
     if set(v) <= _MASK_CHARS:
         return True
     low = v.lower()
+    if low.startswith(("/", "./", "../", "~/")) and not _path_like(v):
+        return False  # base64 may start with "/": a path has names between its slashes
     return low in _PLACEHOLDER_WORDS or low.startswith(_PLACEHOLDER_PREFIXES)
+
+
+def _path_like(value: str) -> bool:
+    slashes = value.count("/")
+    return "." in value or (slashes >= 2 and len(value) / slashes < 24) or len(value) < 16
 
 
 def _is_code(value: str) -> bool:
@@ -74,8 +90,9 @@ def _is_code(value: str) -> bool:
 # --- Assignments: password=..., "token": "...", --api-key ..., DB_PASSWORD=... ---------------
 # Words a secret-holding key contains; searched with str.find (far faster than a regex
 # alternation); "key" counts only behind one of _KEY_PAIRS' words.
-_KEYWORDS = ("pass", "pwd", "secret", "token", "credential")
+_KEYWORDS = ("pass", "pwd", "secret", "token", "credential", "creds", "auth", "signature")
 _KEY_BEFORE = re.compile(r"(?:api|access|private|auth|signing|encryption|master)[ _-]?\Z")
+_KEY_GLUED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _SPLIT = re.compile(r"[_.\- ]+")
 _SUFFIX_KINDS = (
@@ -92,6 +109,7 @@ _SUFFIX_KINDS = (
     ("token", "token"),
     ("credential", "credential"),
     ("credentials", "credential"),
+    ("creds", "credential"),
 )
 _KEY_PAIRS = {
     "api": "api-key",
@@ -106,33 +124,80 @@ _KEY_PAIRS = {
 #: Words that may follow the secret word in a key that still holds the secret itself
 #: (SECRET_KEY_BASE, PASSWORD_PLAIN); anything else (TOKEN_COUNT, PASSWORD_FILE) is not a secret.
 _TRAILING_OK = frozenset({"key", "base", "value", "str", "string", "b64", "base64", "raw", "plain"})
+#: Words before "key" that name a key of another sort (a database's, a sort order's, a public
+#: one): not a secret, whatever the value looks like.
+_NOT_SECRET_KEYS = frozenset(
+    {
+        "primary", "foreign", "sort", "partition", "cache", "idempotency", "public", "pub",
+        "publishable", "bucket", "hot", "idx", "natural", "schema", "sequence", "row", "hash",
+        "lookup", "unique", "composite", "index", "object", "range", "group", "shard", "routing",
+        "dedup", "dedupe", "i18n", "translation", "label", "registry", "cursor", "page", "message",
+        "event", "state", "order", "name", "map", "dict", "search", "sub", "issuer", "key",
+        "monkey", "turkey", "hotkey", "ssh", "gpg", "pgp", "host", "known", "react",
+    }
+)  # fmt: skip
 
 
-def _key_kind(key: str, flag: bool) -> str | None:
-    """The kind of secret a settings key holds, or None when it holds none."""
+def _key_kind(key: str, flag: bool) -> tuple[str, bool] | None:
+    """The kind of secret a settings key holds, and whether only a random-looking value counts
+    (a weak key: ``SERVICE_KEY``, ``auth``), or None when it holds none."""
     parts = [p for p in _SPLIT.split(_CAMEL.sub(r"\1_\2", key).lower()) if p]
-    if not parts or (len(parts) == 1 and parts[0] in ("pwd", "oldpwd")):
+    if not parts or (len(parts) == 1 and parts[0] == "oldpwd"):
         return None  # $PWD is the working directory
     for i in range(len(parts) - 1, -1, -1):
         part = parts[i]
         kind: str | None = None
+        weak = False
         if part == "key" and i > 0:
             kind = next((k for p, k in _KEY_PAIRS.items() if parts[i - 1].endswith(p)), None)
+            if kind is None and parts[i - 1] not in _NOT_SECRET_KEYS:
+                kind, weak = "key", True  # SERVICE_KEY, AccountKey, LICENSE_KEY
         elif part == "pass":
             # "PASS: test_x" is test output; db_pass / --pass are passwords.
             kind = "password" if flag or len(parts) > 1 else None
+        elif part in ("auth", "signature", "sig"):
+            kind, weak = "secret", True
+        elif flag and part.endswith("pass"):
+            kind = "password"  # keytool -storepass, --keypass
         else:
             kind = next((k for suffix, k in _SUFFIX_KINDS if part.endswith(suffix)), None)
         if kind is not None:
-            return kind if all(p in _TRAILING_OK for p in parts[i + 1 :]) else None
+            return (kind, weak) if all(p in _TRAILING_OK for p in parts[i + 1 :]) else None
     return None
+
+
+def looks_random(value: str) -> bool:
+    """Whether ``value`` looks made up rather than written (a key, not ``created_at``, ``v2.1``,
+    ``bearer``, ``12345`` or a path): long enough, letters with digits (or long mixed-case),
+    and varied enough (Shannon entropy of at least 3 bits a character)."""
+    v = value.strip("\"'`")
+    if len(v) < 10 or is_placeholder(v) or "://" in v or v.startswith("/"):
+        return False
+    has_digit = any(c.isdigit() for c in v)
+    has_alpha = any(c.isalpha() for c in v)
+    if not has_alpha:
+        return False
+    if not has_digit and not (
+        len(v) >= 20 and any(c.isupper() for c in v) and any(c.islower() for c in v)
+    ):
+        return False
+    if _VERSION.match(v) or _DOTTED.match(v):
+        return False
+    counts = Counter(v)
+    entropy = -sum(n / len(v) * math.log2(n / len(v)) for n in counts.values())
+    return entropy >= 3.0
+
+
+_VERSION = re.compile(r"v?\d+(?:[._-]\d+)+(?:[-+.]?[a-z0-9]+)*\Z", re.IGNORECASE)
 
 
 _SEP_EQ = re.compile(r"[ \t]{0,10}(?:=>|:=|=(?!=))[ \t]{0,10}")
 _SEP_COLON = re.compile(r"[ \t]{0,10}:(?!:)[ \t]{0,10}")
 # "the staging password is hunter2-Xy9!": said in a sentence.
 _SEP_PROSE = re.compile(
-    r"[ \t]{1,3}(?:is|was|is now|will be|should be|set to)[ \t]{1,3}[`'\"]?", re.IGNORECASE
+    r"(?:[ \t]{1,3}[A-Za-z][\w-]{0,15}){0,3}?[ \t]{1,3}"
+    r"(?:is|was|is now|will be|should be|set to|=)[ \t]{1,3}:?[ \t]?[`'\"]?",
+    re.IGNORECASE,
 )
 _BARE_PROSE = re.compile(r"[^\s`'\"]{6,200}")
 # ``password: str = "x"``: a type annotation between the key and its value.
@@ -148,11 +213,11 @@ _QUOTED = {
     "`": re.compile(r"`([^`\n]{1,1000})`"),
 }
 _ESCAPED_QUOTED = re.compile(r'\\"((?:[^"\\\n]|\\[^"\n]){1,1000})\\"')
-_BARE_EQ = re.compile(r"[^\s\"'`\\]{1,1000}")
+_BARE_EQ = re.compile(r"[^\s\"'`\\;]{1,1000}")  # ";" ends a value in connection strings
 _BARE_QUERY = re.compile(r"[^\s\"'`\\&#]{1,1000}")
 _BARE_COLON = re.compile(r"[^\s,;}\]\"'`\\]{1,1000}")
 # What may follow a value that stands alone: end of line, a comment, or a closing bracket.
-_VALUE_END = re.compile(r"[ \t]*(?:$|[,;)}\]#\r\n]|//|\\[nr])", re.MULTILINE)
+_VALUE_END = re.compile(r"[ \t]*(?:$|[,;)}\]#\r\n\"']|//|\\[nr])", re.MULTILINE)
 
 
 def _keyword_hits(low: str) -> list[tuple[int, int]]:
@@ -169,6 +234,8 @@ def _keyword_hits(low: str) -> list[tuple[int, int]]:
         before = _KEY_BEFORE.search(low, max(0, at - 11), at)
         if before is not None:
             hits.append((before.start(), at + 3))
+        elif at > 0 and low[at - 1] in _KEY_GLUED:
+            hits.append((at, at + 3))  # SERVICE_KEY, accountKey: judged by their value
         at = low.find("key", at + 3)
     hits.sort()
     return hits
@@ -197,9 +264,10 @@ def redact_assignments(text: str, counts: Counter[str], low: str | None = None) 
         key = text[start:end]
         core = key.lstrip("-")
         flag = len(key) - len(core) >= 1 and (start == 0 or text[start - 1] in " \t\n'\"")
-        kind = _key_kind(core, flag)
-        if kind is None:
+        judged = _key_kind(core, flag)
+        if judged is None:
             continue
+        kind, weak = judged
         found = _value_after(text, start, end, flag)
         if found is None:
             continue
@@ -212,6 +280,7 @@ def redact_assignments(text: str, counts: Counter[str], low: str | None = None) 
             or value.lower() == core.lower()
             or is_placeholder(value)
             or (text[vstart - 1] not in "\"'`" and _is_code(value))
+            or (weak and not looks_random(value))
         ):
             continue
         spans.append((vstart, vend, kind))
@@ -291,7 +360,8 @@ def _value_in_prose(text: str, pos: int) -> tuple[int, int, bool] | None:
         len(value) >= 6
         and any(c.isdigit() for c in value)
         and any(c.isalpha() for c in value)
-        and "/" not in value
+        and "://" not in value
+        and not value.startswith(("/", "./", "~/", "../"))
     )
     return m.start(), vend, made_up
 

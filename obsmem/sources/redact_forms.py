@@ -1,0 +1,197 @@
+"""Secrets that only the command or file around them reveals: CLI password arguments, ``.netrc``
+and ``.pgpass`` lines, Docker and npm ``auth`` values, Kubernetes Secret data, JDBC and
+``sqlplus`` logins.
+
+Part of :mod:`obsmem.sources.redact`. ``mysql -pS3cret`` or ``curl -u deploy:S3cret`` hold no
+``password=`` a key search could find, and the value has no shape of its own; the command name
+(or the file's layout) says which argument is the secret. Each form runs only when its trigger,
+a plain substring of the lowercased text, occurs; each pattern is bounded, so the pass stays
+linear. Only the secret is replaced: ``mysql -p[REDACTED:password] -h db``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections import Counter
+
+from obsmem.sources.redact_keys import is_placeholder
+
+__all__ = ["redact_forms"]
+
+_VALUE = r"""(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"'`|;&<>]{1,200}))"""
+# The rest of a command up to an option: bounded, and across backslash-continued lines.
+_ARGS = r"(?:[^\n|;&\\]|\\\r?\n|\\(?=[^\r\n])){0,300}?"
+
+# (kind, triggers (lowercase substrings, any of them), pattern). The secret is the pattern's
+# first group that matched among its quoted / unquoted alternatives.
+_FORMS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
+    # curl -u user:pass, --user=user:pass, -uuser:pass
+    ("password", ("curl",), re.compile(
+        r"\bcurl\b" + _ARGS + r"(?<=\s)(?:-u|--user|--proxy-user)(?:=|[ \t]{1,5})?[\"']?"
+        r"[^\s:\"'/@%]{1,100}:(?!//)([^\s\"']{1,200})")),
+    # smbclient -U user%pass
+    ("password", ("-u",), re.compile(
+        r"(?<=\s)-U[ \t]{1,5}[\"']?[^\s%\"']{1,100}%([^\s\"']{1,200})")),
+    # mysql -pSECRET, mysqldump -p'SECRET' (with no space: "-p" alone asks for it)
+    ("password", ("mysql", "mariadb"), re.compile(
+        r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mariadb|mariadb-dump)"
+        r"\b" + _ARGS + r"(?<=\s)-p" + _VALUE)),
+    # sshpass -p SECRET / -pSECRET
+    ("password", ("sshpass",), re.compile(
+        r"\bsshpass\b" + _ARGS + r"(?<=\s)-p[ \t]{0,5}" + _VALUE)),
+    # redis-cli -a SECRET
+    ("password", ("redis-cli",), re.compile(
+        r"\bredis-cli\b" + _ARGS + r"(?<=\s)-a[ \t]{1,5}" + _VALUE)),
+    # mongo / mongosh -p SECRET
+    ("password", ("mongo",), re.compile(
+        r"\bmongo(?:sh|dump|restore|import|export)?\b" + _ARGS
+        + r"(?<=\s)-p[ \t]{1,5}" + _VALUE)),
+    # docker / podman / helm / oras login -p SECRET
+    ("password", ("login",), re.compile(r"\blogin\b" + _ARGS + r"(?<=\s)-p[ \t]{1,5}" + _VALUE)),
+    # az login -p, sqlcmd / bcp -P, zip / unzip -P, mosquitto -P, ssh-keygen -N / -P
+    ("password", ("sqlcmd", "bcp ", "zip", "mosquitto", "ssh-keygen"), re.compile(
+        r"\b(?:sqlcmd|bcp|zip|unzip|mosquitto_pub|mosquitto_sub|ssh-keygen)\b" + _ARGS + r""
+        r"(?<=\s)-[PN][ \t]{1,5}" + _VALUE)),
+    # 7z a -pSECRET, rar -pSECRET
+    ("password", ("7z", "rar"), re.compile(
+        r"\b(?:7z|7za|rar|unrar)\b" + _ARGS + r"(?<=\s)-p(?!\s)" + _VALUE)),
+    # ldapsearch -w SECRET
+    ("password", ("ldap",), re.compile(
+        r"\bldap\w{0,10}\b" + _ARGS + r"(?<=\s)-w[ \t]{1,5}" + _VALUE)),
+    # openssl ... -passin pass:SECRET, -k SECRET
+    ("password", ("pass:",), re.compile(r"pass:(?<![\w-]pass:)" + _VALUE)),
+    ("password", ("openssl",), re.compile(
+        r"\bopenssl\b" + _ARGS + r"(?<=\s)-k[ \t]{1,5}" + _VALUE)),
+    # xfreerdp /p:SECRET
+    ("password", ("/p:",), re.compile(r"(?<=\s)/p:" + _VALUE)),
+    # rabbitmqctl add_user NAME SECRET / change_password NAME SECRET
+    ("password", ("rabbitmqctl",), re.compile(
+        r"\brabbitmqctl[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+" + _VALUE)),
+    # wpa_passphrase SSID SECRET; nmcli ... password SECRET
+    ("password", ("wpa_passphrase",), re.compile(r"\bwpa_passphrase[ \t]+\S+[ \t]+" + _VALUE)),
+    ("password", ("nmcli",), re.compile(
+        r"\bnmcli\b" + _ARGS + r"[ \t](?:password|psk)[ \t]+" + _VALUE)),
+    # echo SECRET | docker login --password-stdin; echo SECRET | sudo -S
+    ("password", ("password-stdin", "sudo -s"), re.compile(
+        r"\becho[ \t]+(?:-n[ \t]+)?" + _VALUE + r"[ \t]*\|[ \t]*[^\n|]{0,100}?"
+        r"(?:--password-stdin|sudo[ \t]+-S)")),
+    # mc alias set NAME URL ACCESS SECRET
+    ("secret", ("mc alias", "mc config"), re.compile(
+        r"\bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+"
+        + _VALUE)),
+    # sqlplus user/SECRET@db, JDBC thin user/SECRET@host
+    ("password", ("sqlplus", "thin:"), re.compile(
+        r"(?:\bsqlplus[ \t]+(?:-\w+[ \t]+)*|thin:)[\"']?[^\s/@\"']{1,100}/([^\s@\"']{1,200})@")),
+    # .netrc: machine HOST login USER password SECRET (on one line or several)
+    ("password", ("machine", "default"), re.compile(
+        r"\b(?:machine[ \t]+\S+|default)\b(?:\s+(?:login|account)\s+\S{1,200}){0,2}"
+        r"\s+password\s+" + _VALUE)),
+    # Azure SAS tokens and presigned URLs: the signature is the credential
+    ("secret", ("sig=", "signature="), re.compile(
+        r"[?&;](?:sig|x-amz-signature|x-goog-signature|signature)=([A-Za-z0-9%+/=_-]{16,600})",
+        re.IGNORECASE)),
+    # Sidekiq Enterprise gem credentials (BUNDLE_GEMS__CONTRIBSYS__COM=user:pass)
+    ("sidekiq", ("contribsys__com",), re.compile(
+        r"(?i:contribsys__com)[\"']?[ \t]*[:=][ \t]*[\"']?([0-9a-f]{8}:[0-9a-f]{8})")),
+)  # fmt: skip
+
+# .pgpass: hostname:port:database:username:password, one per line.
+_PGPASS = re.compile(
+    r":(?:\d{1,5}|\*):[^\s:]{1,100}:[^\s:]{1,100}:(\S{1,200})[ \t]*$", re.MULTILINE
+)
+_HOST = re.compile(r"[A-Za-z0-9_.*\-\[\]]{1,253}\Z")
+
+# Docker's config.json "auth" and .npmrc's _auth: base64 of "user:password".
+_AUTH = re.compile(
+    r"auth(?<![a-z0-9]auth)[\"']?[ \t]*[:=][ \t]*[\"']?([a-z0-9+/]{8,400}={0,2})(?![a-z0-9+/=])"
+)
+
+# Kubernetes Secret manifests: every value under data: / stringData:.
+_K8S_DATA = re.compile(r"^([ \t]*)(?:data|stringData):[ \t]*$", re.MULTILINE)
+_K8S_ITEM = re.compile(r"([ \t]+)[\w.-]{1,253}:[ \t]+[\"']?([^\s\"'#]{1,4000})[\"']?[ \t]*(?:\n|$)")
+
+
+def _value_span(m: re.Match[str]) -> tuple[int, int] | None:
+    for group in range(1, (m.lastindex or 0) + 1):
+        if m.group(group) is not None:
+            return m.span(group)
+    return None
+
+
+def _is_secret(value: str) -> bool:
+    return len(value) >= 3 and not is_placeholder(value) and not value.startswith("[REDACTED")
+
+
+# htpasswd -b[c] FILE USER SECRET, htpasswd -nb USER SECRET
+_HTPASSWD = re.compile(
+    r"\bhtpasswd[ \t]+-([a-zA-Z]*b[a-zA-Z]*)[ \t]+(\S{1,400})[ \t]+(\S{1,400})"
+    r"(?:[ \t]+(\S{1,400}))?"
+)
+
+
+def _htpasswd(text: str, spans: list[tuple[int, int, str]]) -> None:
+    for m in _HTPASSWD.finditer(text):
+        group = 3 if "n" in m.group(1) else 4
+        if m.group(group) is not None and _is_secret(m.group(group)):
+            spans.append((m.start(group), m.end(group), "password"))
+
+
+def _pgpass(text: str, spans: list[tuple[int, int, str]]) -> None:
+    for m in _PGPASS.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if _HOST.match(text, line_start, m.start()) and _is_secret(m.group(1)):
+            spans.append((m.start(1), m.end(1), "password"))
+
+
+def _auths(text: str, low: str, spans: list[tuple[int, int, str]]) -> None:
+    for m in _AUTH.finditer(low):
+        value = text[m.start(1) : m.end(1)]
+        try:
+            decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        if b":" in decoded:  # user:password
+            spans.append((m.start(1), m.end(1), "basic-auth"))
+
+
+def _k8s_secrets(text: str, spans: list[tuple[int, int, str]]) -> None:
+    for block in _K8S_DATA.finditer(text):
+        indent = len(block.group(1))
+        pos = block.end() + 1
+        while pos < len(text):
+            item = _K8S_ITEM.match(text, pos)
+            if item is None or len(item.group(1)) <= indent:
+                break
+            if _is_secret(item.group(2)):
+                spans.append((item.start(2), item.end(2), "secret"))
+            pos = item.end()
+
+
+def redact_forms(text: str, low: str, counts: Counter[str]) -> list[tuple[int, int, str]]:
+    """The spans of the secrets the forms above find in ``text`` (``low`` is its lowercase
+    copy, same positions), in order, each counted in ``counts``."""
+    spans: list[tuple[int, int, str]] = []
+    for kind, triggers, pattern in _FORMS:
+        if any(t in low for t in triggers):
+            for m in pattern.finditer(text):
+                span = _value_span(m)
+                if span is not None and _is_secret(text[span[0] : span[1]]):
+                    spans.append((*span, kind))
+    if "htpasswd" in low:
+        _htpasswd(text, spans)
+    if ":*:" in text or "pgpass" in low or text.count(":") >= 4:
+        _pgpass(text, spans)
+    if "auth" in low:
+        _auths(text, low, spans)
+    if "kind: secret" in low or 'kind: "secret"' in low:
+        _k8s_secrets(text, spans)
+    if len(spans) > 1:
+        spans.sort()
+    kept: list[tuple[int, int, str]] = []
+    for found in spans:
+        if not kept or found[0] >= kept[-1][1]:
+            kept.append(found)
+            counts[found[2]] += 1
+    return kept
