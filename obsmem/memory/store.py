@@ -17,6 +17,7 @@ from obsmem import paths
 from obsmem.errors import MemoryFileError, UsageError
 from obsmem.memory import guard
 from obsmem.memory.atomic import atomic_write, ensure_dir, memory_lock
+from obsmem.memory.clean import clean_text
 from obsmem.memory.ledger import (
     append_observations,
     append_written,
@@ -72,7 +73,7 @@ def new_observation(
     The id depends on the day and the normalised text only, so the same fact observed twice on
     one day gets the same id and is written once.
     """
-    clean = " ".join(text.split())
+    clean = " ".join(clean_text(text).split())
     if not clean:
         raise UsageError("an observation needs some text")
     if not _DATE.fullmatch(date):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from obsmem.memory.clean import clean_text
 from obsmem.memory.model import Observation, Provenance
 from obsmem.memory.store import new_observation
 from obsmem.observe.scoring import apply_floors
@@ -49,7 +50,9 @@ class CurrentContext:
             "Suggested next": self.suggested_next,
             "Open questions": "; ".join(self.open_questions),
         }
-        return {k: " ".join(v.split()) for k, v in pairs.items() if v.strip()}
+        # Transcript text, like observations: cleaned of escapes and controls before memory.
+        pairs = {k: " ".join(clean_text(v).split()) for k, v in pairs.items()}
+        return {k: v for k, v in pairs.items() if v}
 
 
 def local_date_time(timestamp: str | None) -> tuple[str, str | None]:
