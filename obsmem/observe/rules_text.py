@@ -209,7 +209,7 @@ def sections(text: str) -> list[Section]:
             continue
         if _LIST_MARK.match(stripped):
             flush()
-            if line[: len(line) - len(line.lstrip())].count(" ") >= 4 and found[-1].items:
+            if len(line) - len(line.lstrip()) >= 2 and found[-1].items:
                 # A nested item belongs to the one above it.
                 found[-1].items[-1] += "; " + _LIST_MARK.sub("", stripped)
             else:

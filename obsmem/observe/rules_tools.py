@@ -128,8 +128,9 @@ def _pair(outcome: Turn, calls: list[_Call]) -> _Call | None:
     open_calls = [c for c in calls if not c.answered]
     quoted = _QUOTED.match(text)
     if quoted:
+        # The command quoted is the surest link: the call still waiting first, else the latest.
         start = quoted.group(1)
-        for call in open_calls:
+        for call in [*open_calls, *reversed(calls)]:
             if call.command.startswith(start) or start.startswith(call.command):
                 return call
     named = _TOOL_PREFIX.match(text)
