@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from obsmem.memory.clean import clean_text
 from obsmem.memory.lines import parse_observation, render_observation
 from obsmem.memory.model import (
     DEFAULT_IMPORTANCE,
@@ -193,13 +194,16 @@ def test_render_legacy_observation_without_id_or_type() -> None:
 # Text that itself starts with a time or a bracket reads back as the line's time or tag: a known
 # limit of the line format, so those texts are left out here.
 _TIME_OR_TAG_START = re.compile(r"^\s*(?:(?:[01]?\d|2[0-3]):[0-5]\d\s|\[)")
+# Observation text is cleaned of control characters first (``clean_text``): it is the cleaned
+# text that must not be empty nor start like a time.
 texts = st.text(st.characters(codec="utf-8", exclude_characters="\n"), max_size=60).filter(
-    lambda t: not _TIME_OR_TAG_START.match(" ".join(t.split()) + " ")
+    lambda t: not _TIME_OR_TAG_START.match(" ".join(clean_text(t).split()) + " ")
 )
 
 
 @given(
-    text=texts.filter(str.strip) | st.sampled_from(["^a0b1c2d3e4", "x ^a0b1c2d3e4", "🔵 blue"]),
+    text=texts.filter(lambda t: clean_text(t).strip())
+    | st.sampled_from(["^a0b1c2d3e4", "x ^a0b1c2d3e4", "🔵 blue"]),
     time_=st.none() | st.times().map(lambda t: t.strftime("%H:%M")),
     obs_type=st.none() | st.sampled_from(OBSERVATION_TYPES),
     importance=st.floats(0, 1),
