@@ -31,10 +31,10 @@ from obsmem.search.indexing import embed_index, reindex
 from obsmem.search.recall import get_entries
 from obsmem.settings import Settings, load_settings
 
-TARGET = "bx6f0dpey3"
+TARGET = "e5yzqwgzwg"
 TEXT = b"before the 1.0 release on December 5th"  # in the observation and in its transcript turn
-REFLECTION = "3r7rqaqqag"  # the reflection line that cites the target
-OTHER = "a1pzrt4f2b"  # another observation, which must stay
+REFLECTION = "mt9cvp3pt1"  # the reflection line that cites the target
+OTHER = "06tc1x0j9d"  # another observation, which must stay
 
 
 @pytest.fixture
@@ -232,8 +232,8 @@ def test_query_forgets_only_the_hits_holding_every_word(
     store, _ = observed
     report = forget(store, query="migration guide December")
     assert TARGET in report.ids
-    assert "mfk8xn6ycw" not in report.ids  # "I'll write the migration guide myself": no December
-    assert "mfk8xn6ycw" in store.read_observations().ids()
+    assert "2d4k0ed3n1" not in report.ids  # "I'll write the migration guide myself": no December
+    assert "2d4k0ed3n1" in store.read_observations().ids()
     assert holding(store, TEXT) == []
     nothing = forget(store, query="zebra unicorn")
     assert nothing.empty and nothing.ids == []
