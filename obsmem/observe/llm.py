@@ -46,7 +46,15 @@ _RETRY_HINT = (
 class Completer(Protocol):
     """The part of a provider the observer needs."""
 
-    def complete(self, system: str, user: str, *, purpose: str, max_tokens: int = ...) -> Any: ...
+    def complete(
+        self,
+        system: str,
+        user: str,
+        *,
+        purpose: str,
+        max_tokens: int = ...,
+        json_schema: dict[str, Any] | None = ...,
+    ) -> Any: ...
 
 
 def load_prompt(name: str, environ: Mapping[str, str] | None = None) -> str:
@@ -103,8 +111,13 @@ def render_turns(turns: Sequence[Turn]) -> str:
     return "\n".join(lines)
 
 
-def build_request(turns: Sequence[Turn], recent: Sequence[Observation]) -> str:
-    """The user message for one chunk: recent observations, then the turns, both quoted as data.
+def build_request(
+    turns: Sequence[Turn],
+    recent: Sequence[Observation],
+    context: Mapping[str, str] | None = None,
+) -> str:
+    """The user message for one chunk: the previous Current Context and recent observations of
+    the project (continuity), then the turns, all quoted as data.
 
     Everything taken from a transcript (the session and project names too) is inside the
     ``<transcript>`` markers, so no text of the transcript's can pose as the request itself;
@@ -113,6 +126,12 @@ def build_request(turns: Sequence[Turn], recent: Sequence[Observation]) -> str:
     """
     first = turns[0]
     head: list[str] = []
+    if context:
+        head.append("Current Context when this project was last observed (update it):")
+        head.append("<recent>")
+        head.extend(one_line(f"- {key}: {value}") for key, value in context.items())
+        head.append("</recent>")
+        head.append("")
     if recent:
         head.append("Recent observations (already in memory; do not repeat them):")
         head.append("<recent>")

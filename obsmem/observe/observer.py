@@ -1,7 +1,8 @@
 """Observing one run of turns: chunk it, ask the LLM (or the rules), and vet what comes back.
 
-Input is only new turns, in chunks bounded by ``OM_OBSERVER_MAX_INPUT_TOKENS``, plus a short tail
-of recent observations; never the memory file. Whatever produced the drafts, code applies the
+Input is only new turns, in chunks bounded by ``OM_OBSERVER_MAX_INPUT_TOKENS``, plus continuity
+taken from memory within a fixed share of that bound (``CONTINUITY_SHARE``): the Current Context
+last written for the same project and its latest observations; never the whole memory file. Whatever produced the drafts, code applies the
 importance floors and drops what repeats a recent observation before anything is written.
 """
 
@@ -11,19 +12,32 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from obsmem.memory.model import Observation
+from obsmem.memory.store import MemoryStore
 from obsmem.observe.draft import CurrentContext, Draft, to_observation
 from obsmem.observe.llm import Completer, build_request, load_prompt, parse_reply
 from obsmem.observe.rules import observe_with_rules
 from obsmem.observe.scoring import Deduper
 from obsmem.sources.model import Turn
 
-__all__ = ["CHARS_PER_TOKEN", "ChunkResult", "chunk_turns", "estimate_tokens", "observe_chunk"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "CONTINUITY_SHARE",
+    "ChunkResult",
+    "Continuity",
+    "chunk_turns",
+    "continuity",
+    "estimate_tokens",
+    "observe_chunk",
+]
 
 #: A rough, dependency-free token estimate: English prose and code average about 4 characters.
 CHARS_PER_TOKEN = 4
 #: Room kept for the prompt and the recent-observations tail inside the input bound.
 PROMPT_RESERVE_TOKENS = 2500
 RECENT_TAIL = 20
+#: The share of ``OM_OBSERVER_MAX_INPUT_TOKENS`` given to continuity (previous Current Context
+#: and recent observations of the project); chunks of turns get the rest, less the prompt.
+CONTINUITY_SHARE = 0.15
 
 
 def estimate_tokens(text: str) -> int:
@@ -36,7 +50,7 @@ def chunk_turns(turns: Sequence[Turn], max_tokens: int) -> Iterator[list[Turn]]:
 
     A single turn larger than the budget is cut to fit, so no request ever exceeds the bound.
     """
-    budget = max(200, max_tokens - PROMPT_RESERVE_TOKENS)
+    budget = max(200, max_tokens - PROMPT_RESERVE_TOKENS - continuity_budget(max_tokens))
     chunk: list[Turn] = []
     costs: list[int] = []
     for turn in turns:
@@ -61,6 +75,65 @@ def chunk_turns(turns: Sequence[Turn], max_tokens: int) -> Iterator[list[Turn]]:
         yield chunk
 
 
+def continuity_budget(max_tokens: int) -> int:
+    """The tokens a request may spend on continuity, out of ``max_tokens``."""
+    return int(max_tokens * CONTINUITY_SHARE)
+
+
+@dataclass
+class Continuity:
+    """What a request carries from memory so the model goes on where the last one stopped."""
+
+    project: str | None
+    budget: int  # tokens, for the context and the observations together
+    context: dict[str, str] = field(default_factory=dict)
+    recent: list[Observation] = field(default_factory=list)
+
+    def after(self, added: Sequence[Observation], context: dict[str, str]) -> Continuity:
+        """The continuity for the next chunk of the same file: its context, its observations."""
+        return _fitted(self.project, self.budget, context or self.context, [*self.recent, *added])
+
+
+def _fitted(
+    project: str | None, budget: int, context: dict[str, str], candidates: Sequence[Observation]
+) -> Continuity:
+    # The newest observations first: they are what the next turns most likely go on from.
+    left = budget - sum(estimate_tokens(f"{k}: {v}") for k, v in context.items())
+    recent: list[Observation] = []
+    for obs in reversed(candidates):
+        cost = estimate_tokens(obs.text) + 6  # its date and time
+        if cost > left or len(recent) == RECENT_TAIL:
+            break
+        recent.append(obs)
+        left -= cost
+    return Continuity(project, budget, dict(context), recent[::-1])
+
+
+def continuity(store: MemoryStore, project: str | None, max_tokens: int) -> Continuity:
+    """The continuity for the first chunk of a file of ``project``, within its share of
+    ``max_tokens``: the latest observations whose provenance names that project, and the Current
+    Context of the latest day whose most recently written observation came from it (a day's
+    context is written with its chunk's observations, so that chunk's project is the context's).
+    Nothing for a project-less file: another project's memory would only mislead the model.
+    """
+    budget = continuity_budget(max_tokens)
+    if not project:
+        return Continuity(project, budget)
+    doc = store.read_observations()
+    ledger = store.provenance()
+    written = {obs_id: n for n, obs_id in enumerate(ledger)}
+    mine = [o for o in doc.observations if (p := ledger.get(o.id)) and p.project == project]
+    context: dict[str, str] = {}
+    for day in reversed(doc.days):
+        known = [o for o in day.observations if o.id in written]
+        if day.context and known:
+            last = max(known, key=lambda o: written[o.id])
+            if ledger[last.id].project == project:
+                context = day.context
+                break
+    return _fitted(project, budget, context, mine)
+
+
 @dataclass
 class ChunkResult:
     """What observing one chunk gave: observations ready to write, and the day's context."""
@@ -79,8 +152,10 @@ def observe_chunk(
     recent: Sequence[Observation],
     deduper: Deduper,
     max_output_tokens: int = 4096,
+    context: dict[str, str] | None = None,
 ) -> ChunkResult:
-    """Observe one chunk with ``provider`` (or the rules when it is None).
+    """Observe one chunk with ``provider`` (or the rules when it is None); ``recent`` and
+    ``context`` (the previous Current Context) are sent along as continuity.
 
     Provider errors propagate, so the caller decides between falling back and deferring.
     """
@@ -90,9 +165,12 @@ def observe_chunk(
     else:
         reply = provider.complete(
             load_prompt("observer"),
-            build_request(turns, list(recent)[-RECENT_TAIL:]),
+            build_request(turns, list(recent)[-RECENT_TAIL:], context),
             purpose="observer",
             max_tokens=max_output_tokens,
+            # The reflector's switch: JSON mode where the provider has one (OpenAI's
+            # response_format, dropped once if a server rejects it), the instruction elsewhere.
+            json_schema={},
         )
         drafts, context = parse_reply(reply.text, turns)
         by = "llm"

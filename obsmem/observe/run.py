@@ -30,7 +30,7 @@ from obsmem.index.turns import TurnStore
 from obsmem.memory.ledger import forgotten_ids
 from obsmem.memory.store import MemoryStore
 from obsmem.observe.draft import local_date_time
-from obsmem.observe.observer import chunk_turns, observe_chunk
+from obsmem.observe.observer import chunk_turns, continuity, observe_chunk
 from obsmem.observe.scoring import Deduper, without_near_duplicates
 from obsmem.settings import Settings
 from obsmem.sources.capture import CaptureRun, Pending, ScanReport
@@ -174,10 +174,14 @@ def _observe_file(
 ) -> Any:
     """Observe one file's turns chunk by chunk; returns the provider to use for the next file
     (None once the provider failed and the rules took over)."""
-    recent = store.recent_observations(40)
+    project = result.turns[0].project if result.turns else None
+    carried = continuity(store, project, settings.observer_max_input_tokens)
     for chunk in chunk_turns(result.turns, settings.observer_max_input_tokens):
+        recent, before = carried.recent, carried.context
         try:
-            done = observe_chunk(chunk, provider=llm, recent=recent, deduper=deduper)
+            done = observe_chunk(
+                chunk, provider=llm, recent=recent, deduper=deduper, context=before
+            )
         except OmError as exc:
             if llm is None:
                 raise
@@ -210,7 +214,7 @@ def _observe_file(
         )
         report.written += len(added)
         report.duplicates += done.dropped_duplicates + len(done.observations) - len(added)
-        recent = (recent + added)[-40:]
+        carried = carried.after(added, pairs)
         run.advance(pending, last.byte_end, last.line_end, last.timestamp)
     run.finish(pending, result)
     return llm

@@ -1,0 +1,160 @@
+"""The LLM observer end to end through the real SDKs and the fake servers: JSON mode, continuity
+(the previous Current Context and recent observations of the same project) and tool excerpts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from obsmem.demo import prepare
+from obsmem.memory.model import Provenance
+from obsmem.memory.store import MemoryStore, new_observation
+from obsmem.observe.observer import continuity, continuity_budget, estimate_tokens
+from obsmem.observe.run import run_observe
+from obsmem.settings import load_settings
+from fakes.llm_server import ErrorReply, FakeLLMServer, RecordedRequest, Reply
+
+DECISION = "Uses one Redis database per xdist worker (replacing shared db 0)"
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> tuple[MemoryStore, dict[str, str]]:
+    run = prepare(tmp_path / "mem")
+    run.store.observations_path.unlink()  # start from empty observations, keep the rest
+    return run.store, run.environ
+
+
+def reply(request: RecordedRequest) -> str:
+    del request
+    return json.dumps(
+        {
+            "observations": [{"type": "decision", "importance": 0.9, "text": DECISION}],
+            "current_context": {"active_task": "Fix flaky Redis tests"},
+        }
+    )
+
+
+def observe(store: MemoryStore, env: dict[str, str], fake: FakeLLMServer, api: str) -> Any:
+    extra = (
+        {"OM_LLM_PROVIDER": "openai-compatible", "OM_LLM_BASE_URL": fake.base_url_openai}
+        if api == "openai"
+        else {
+            "OM_LLM_PROVIDER": "anthropic",
+            "ANTHROPIC_API_KEY": "sk-ant-test",
+            "OM_LLM_BASE_URL": fake.base_url_anthropic,
+        }
+    )
+    settings = load_settings({**env, **extra, "OM_LLM_MODEL": "m", "OM_LLM_MAX_RETRIES": "0"})
+    return run_observe(store, settings, source="claude", environ=env, flush=True)
+
+
+def system_of(request: RecordedRequest) -> str:
+    body = request.body
+    if request.api == "anthropic":
+        system = body["system"]
+        return system if isinstance(system, str) else "".join(b["text"] for b in system)
+    return str(body["messages"][0]["content"])
+
+
+def test_openai_requests_ask_for_a_json_object(
+    demo: tuple[MemoryStore, dict[str, str]], fake_llm: FakeLLMServer
+) -> None:
+    store, env = demo
+    fake_llm.default = Reply(reply)
+    report = observe(store, env, fake_llm, "openai")
+    requests = fake_llm.completion_requests()
+    assert report.chunks_llm == len(requests) >= 1 and report.chunks_rules == 0
+    assert all(r.body["response_format"] == {"type": "json_object"} for r in requests)
+    assert DECISION in [o.text for o in store.read_observations().observations]
+
+
+def test_a_server_rejecting_json_mode_is_asked_again_without_it(
+    demo: tuple[MemoryStore, dict[str, str]], fake_llm: FakeLLMServer
+) -> None:
+    store, env = demo
+    fake_llm.push(ErrorReply(400, "'response_format.type' must be 'json_schema' or 'text'"))
+    fake_llm.default = Reply(reply)
+    report = observe(store, env, fake_llm, "openai")
+    first, *rest = fake_llm.completion_requests()
+    assert "response_format" in first.body and rest
+    assert all("response_format" not in r.body for r in rest)
+    assert report.chunks_rules == 0 and not report.problems, report
+    assert DECISION in [o.text for o in store.read_observations().observations]
+
+
+def test_anthropic_requests_ask_for_json_in_the_system_prompt_without_prefill(
+    demo: tuple[MemoryStore, dict[str, str]], fake_llm: FakeLLMServer
+) -> None:
+    store, env = demo
+    fake_llm.default = Reply(reply)
+    report = observe(store, env, fake_llm, "anthropic")
+    requests = fake_llm.completion_requests()
+    assert report.chunks_llm == len(requests) >= 1 and report.chunks_rules == 0
+    for request in requests:
+        assert "Reply with one JSON object and nothing else" in system_of(request)
+        assert [m["role"] for m in request.body["messages"]] == ["user"]  # no prefill
+    assert DECISION in [o.text for o in store.read_observations().observations]
+
+
+def append_user_turn(env: dict[str, str], text: str) -> None:
+    (transcript,) = Path(env["CLAUDE_CONFIG_DIR"]).rglob("*.jsonl")
+    last = json.loads(transcript.read_bytes().splitlines()[-1])
+    new = {
+        **last,
+        "type": "user",
+        "uuid": "new-1",
+        "timestamp": "2026-11-26T15:00:00.000Z",
+        "message": {"role": "user", "content": text},
+    }
+    with transcript.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(new) + "\n")
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_later_run_carries_the_project_context_and_only_its_observations(
+    demo: tuple[MemoryStore, dict[str, str]], fake_llm: FakeLLMServer, api: str
+) -> None:
+    store, env = demo
+    fake_llm.default = Reply(reply)
+    observe(store, env, fake_llm, api)
+    other = new_observation(
+        "Billing service moved to Kafka",
+        date="2026-11-27",
+        provenance=Provenance(path="/elsewhere.jsonl", project="billing"),
+    )
+    store.add_observations([other])
+    before = len(fake_llm.completion_requests())
+    append_user_turn(env, "Zebra-stripe the dashboard tables please.")
+    observe(store, env, fake_llm, api)
+    (later,) = fake_llm.completion_requests()[before:]
+    user = later.body["messages"][-1]["content"]
+    head = user.split("<transcript>", 1)[0]
+    assert "Active task: Fix flaky Redis tests" in head  # the previous Current Context
+    assert DECISION in head  # an observation of the same project
+    assert "Kafka" not in user  # another project's observation is not sent
+    assert "Zebra-stripe" in user.split("<transcript>", 1)[1]
+
+
+def test_continuity_stays_within_its_share_of_the_input_bound(
+    demo: tuple[MemoryStore, dict[str, str]],
+) -> None:
+    store, _ = demo
+    project = "atlas"
+    many = [
+        new_observation(
+            f"Observation number {n} about the atlas project, long enough to cost tokens",
+            date="2026-11-20",
+            provenance=Provenance(path="/a.jsonl", project=project),
+        )
+        for n in range(200)
+    ]
+    store.add_observations(many)
+    carried = continuity(store, project, 4000)
+    spent = sum(estimate_tokens(o.text) + 6 for o in carried.recent)
+    assert 0 < spent <= continuity_budget(4000)
+    assert carried.recent[-1].text == many[-1].text  # the newest are kept
+    assert continuity(store, "other", 4000).recent == []
+    assert continuity(store, None, 4000).recent == []
