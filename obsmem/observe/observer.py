@@ -2,8 +2,9 @@
 
 Input is only new turns, in chunks bounded by ``OM_OBSERVER_MAX_INPUT_TOKENS``, plus continuity
 taken from memory within a fixed share of that bound (``CONTINUITY_SHARE``): the Current Context
-last written for the same project and its latest observations; never the whole memory file. Whatever produced the drafts, code applies the
-importance floors and drops what repeats a recent observation before anything is written.
+last written for the same project and its latest observations; never the whole memory file.
+Whatever produced the drafts, code applies the importance floors and drops what repeats a recent
+observation before anything is written.
 """
 
 from __future__ import annotations
@@ -152,10 +153,10 @@ def observe_chunk(
     recent: Sequence[Observation],
     deduper: Deduper,
     max_output_tokens: int = 4096,
-    context: dict[str, str] | None = None,
+    previous_context: dict[str, str] | None = None,
 ) -> ChunkResult:
     """Observe one chunk with ``provider`` (or the rules when it is None); ``recent`` and
-    ``context`` (the previous Current Context) are sent along as continuity.
+    ``previous_context`` (the previous Current Context) are sent along as continuity.
 
     Provider errors propagate, so the caller decides between falling back and deferring.
     """
@@ -165,7 +166,7 @@ def observe_chunk(
     else:
         reply = provider.complete(
             load_prompt("observer"),
-            build_request(turns, list(recent)[-RECENT_TAIL:], context),
+            build_request(turns, list(recent)[-RECENT_TAIL:], previous_context),
             purpose="observer",
             max_tokens=max_output_tokens,
             # The reflector's switch: JSON mode where the provider has one (OpenAI's

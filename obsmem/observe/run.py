@@ -180,7 +180,7 @@ def _observe_file(
         recent, before = carried.recent, carried.context
         try:
             done = observe_chunk(
-                chunk, provider=llm, recent=recent, deduper=deduper, context=before
+                chunk, provider=llm, recent=recent, deduper=deduper, previous_context=before
             )
         except OmError as exc:
             if llm is None:

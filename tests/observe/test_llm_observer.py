@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.llm_server import ErrorReply, FakeLLMServer, RecordedRequest, Reply
 
 from obsmem.demo import prepare
 from obsmem.memory.model import Provenance
@@ -15,7 +16,6 @@ from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.observe.observer import continuity, continuity_budget, estimate_tokens
 from obsmem.observe.run import run_observe
 from obsmem.settings import load_settings
-from fakes.llm_server import ErrorReply, FakeLLMServer, RecordedRequest, Reply
 
 DECISION = "Uses one Redis database per xdist worker (replacing shared db 0)"
 
