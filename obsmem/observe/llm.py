@@ -24,10 +24,13 @@ from obsmem.sources.model import ROLES, Turn
 
 __all__ = [
     "CONTINUATION",
+    "OUTCOME_CHARS",
+    "OUTCOME_LINES",
     "Completer",
     "build_request",
     "load_prompt",
     "one_line",
+    "outcome_excerpt",
     "parse_reply",
     "quote_block",
     "quote_data",
@@ -98,16 +101,40 @@ def quote_block(text: str) -> str:
     return _LINE_BREAK.sub("\n" + CONTINUATION, quote_data(text))
 
 
+#: A tool result (an ``outcome`` turn) is sent as its first meaningful lines, this many at most
+#: and at most ``OUTCOME_CHARS`` in all: enough to tell what happened, not the whole output.
+OUTCOME_LINES = 6
+OUTCOME_CHARS = 600
+_MEANINGFUL = re.compile(r"\w")
+
+
+def outcome_excerpt(text: str) -> str:
+    """The first ``OUTCOME_LINES`` lines of ``text`` holding a letter or digit, clipped to
+    ``OUTCOME_CHARS`` (rules, blank lines and lone brackets say nothing)."""
+    lines = [line.rstrip() for line in _LINE_BREAK.split(text) if _MEANINGFUL.search(line)]
+    excerpt = "\n".join(lines[:OUTCOME_LINES])
+    if len(excerpt) > OUTCOME_CHARS:
+        excerpt = excerpt[: OUTCOME_CHARS - 1].rstrip() + "…"
+    elif len(lines) > OUTCOME_LINES:
+        excerpt += " …"
+    return excerpt
+
+
 def render_turns(turns: Sequence[Turn]) -> str:
     """Turns as numbered lines (``[3] 2026-02-10 14:30 user: ...``), the form the model reads.
 
-    A turn's text keeps its lines, each after the first prefixed with ``CONTINUATION``.
+    A turn's text keeps its lines, each after the first prefixed with ``CONTINUATION``; a tool
+    result is cut to its ``outcome_excerpt``; a sub-agent's turns are labelled ``(sub-agent)``,
+    since its prompt is the agent's words, not the user's.
     """
     lines = []
     for number, turn in enumerate(turns, start=1):
         day, time = local_date_time(turn.timestamp)
         role = turn.role if turn.role in ROLES else one_line(turn.role) or "unknown"
-        lines.append(f"[{number}] {day} {time or '--:--'} {role}: {quote_block(turn.text)}")
+        if turn.subagent:
+            role += " (sub-agent)"
+        text = outcome_excerpt(turn.text) if turn.role == "outcome" else turn.text
+        lines.append(f"[{number}] {day} {time or '--:--'} {role}: {quote_block(text)}")
     return "\n".join(lines)
 
 
