@@ -158,3 +158,24 @@ def test_continuity_stays_within_its_share_of_the_input_bound(
     assert carried.recent[-1].text == many[-1].text  # the newest are kept
     assert continuity(store, "other", 4000).recent == []
     assert continuity(store, None, 4000).recent == []
+
+
+def test_the_prompt_sent_covers_who_said_what_acceptance_completions_and_dates(
+    demo: tuple[MemoryStore, dict[str, str]], fake_llm: FakeLLMServer
+) -> None:
+    store, env = demo
+    fake_llm.default = Reply(reply)
+    observe(store, env, fake_llm, "openai")
+    system = system_of(fake_llm.completion_requests()[0])
+    for needle in (
+        "(sub-agent)",  # who said it
+        "Requests:",
+        "Assertions:",
+        "becomes a decision only when the user accepts it",
+        "rejected",
+        '"completed": true',
+        "(meaning 2026-03-06)",
+        "(estimated 2026-03-16)",
+        "Current Context",
+    ):
+        assert needle in system, needle
