@@ -385,6 +385,20 @@ SPECS: tuple[SettingSpec, ...] = (
         15,
         "Minutes between two scheduled `om observe --source all` runs (read by `om install`).",
     ),
+    SettingSpec(
+        "OM_PROFILE_TOKENS",
+        "profile_tokens",
+        _int_range(200, 100_000),
+        1500,
+        "Most tokens of om's part of profile.md (the best lines; the rest stays in reflections).",
+    ),
+    SettingSpec(
+        "OM_ACTIVE_TOKENS",
+        "active_tokens",
+        _int_range(200, 100_000),
+        1500,
+        "Most tokens of om's part of active.md (the best lines; the rest stays searchable).",
+    ),
 )
 
 
@@ -436,6 +450,8 @@ class Settings:
     worker_max_seconds: int = 600
     worker_max_memory_mb: int = 4096
     schedule_observe_minutes: int = 15
+    profile_tokens: int = 1500
+    active_tokens: int = 1500
     sources: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     env_file: Path | None = field(default=None, compare=False)
 

@@ -2,47 +2,62 @@
 ``context.json``.
 
 ``profile.md`` holds what is stable (who the user is, their preferences, working style, key
-facts); ``active.md`` what is current (projects worked on lately, open loops, the last days'
-important observations). Both are markdown for people, with om's part between two marker
-comments: whatever else is in the file (hand edits, the original tool's content) is kept byte for
-byte and also feeds the context. ``context.json`` is the same material as data, for ``om context``.
+facts); ``active.md`` what is current (projects worked on lately, where the last session stopped,
+open loops, decisions, the last days' work). Both are markdown for people, with om's part between
+two marker comments: whatever else is in the file (hand edits, the original tool's content) is
+kept byte for byte and also feeds the context. Each generated part stays within its token budget
+(``OM_PROFILE_TOKENS``, ``OM_ACTIVE_TOKENS``) whatever the memory's size: the lines are chosen by
+importance, recency and how many observations confirm them; everything else stays in
+reflections.md and search. ``context.json`` is the same material as data, for ``om context``,
+bounded too (the best lines of each section and project).
 """
 
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, date, datetime, timedelta
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 
-from obsmem.context.startup import ContextEntry
+from obsmem.context.gather import (
+    RECENT_DAYS,
+    Candidate,
+    completions_in,
+    distinct,
+    drop_closed,
+    from_observations,
+    from_sections,
+    since,
+)
+from obsmem.context.startup import (
+    ABOUT,
+    ACTIVE,
+    CHARS_PER_TOKEN,
+    DECISIONS,
+    LAST,
+    LOOPS,
+    RECENT,
+    ContextEntry,
+)
 from obsmem.memory.atomic import atomic_write
 from obsmem.memory.markdown import blank_generated, body, decode, encode, newline_of, split_lines
-from obsmem.memory.model import Observation
-from obsmem.memory.sections import parse_sections
 from obsmem.memory.store import MemoryStore
-from obsmem.observe.scoring import Deduper
 from obsmem.paths import ACTIVE_FILE, PROFILE_FILE, REFLECTIONS_FILE
+from obsmem.settings import Settings, load_settings
 
 __all__ = ["BEGIN", "END", "PreparedContext", "prepare_context", "replace_block"]
 
-# The reflector's "(seen 2026-11-28; ^id1, ^id2)" tail: provenance for people, noise in a prompt.
-_CITATION = re.compile(r"\s*\((?:seen [^;)]*;\s*)?\^[0-9a-z]{6,16}(?:,\s*\^[0-9a-z]{6,16})*\)\s*$")
-
 BEGIN = "<!-- om:begin generated: om rewrites what is between these markers; edit elsewhere -->"
 END = "<!-- om:end generated -->"
-RECENT_DAYS = 3
-LOOP_DAYS = 14
-
-#: reflections.md sections (the original tool's names) -> (context section, importance, heading)
-_REFLECTION_SECTIONS: dict[str, tuple[str, float, str]] = {
-    "core identity": ("About the user", 0.9, "Identity"),
-    "preferences & opinions": ("About the user", 0.8, "Preferences"),
-    "relationship & communication": ("About the user", 0.7, "Working style"),
-    "key facts & context": ("About the user", 0.65, "Key facts"),
-    "active projects": ("Active projects", 0.7, ""),
-    "recent themes": ("Recent", 0.5, ""),
-}
+#: context.json keeps this many of the best lines per section and project ...
+PER_GROUP = 40
+PER_GROUP_ABOUT = 80
+#: ... and this many in all, so ``om context`` reads a small file whatever the memory's size.
+MAX_ENTRIES = 3000
+#: Projects listed in active.md's Current Projects.
+MAX_PROJECTS = 10
+_PROFILE_HEADINGS = ("Identity", "Preferences", "Working style", "Key facts")
 
 
 @dataclass
@@ -74,156 +89,195 @@ def replace_block(existing: bytes, block: list[str], title: str) -> bytes:
     return encode("".join([*lines, nl, *new_block]))
 
 
-def _from_sections(
-    data: bytes, kind: str, default: tuple[str, float, str]
-) -> list[tuple[ContextEntry, str]]:
-    """Context entries (with their profile heading) from a sectioned file's lines."""
-    out: list[tuple[ContextEntry, str]] = []
-    for entry in parse_sections(data, kind=kind).entries:
-        top, _, sub = entry.section.partition(" / ")
-        if top.strip().lower() in ("archive", "dormant"):
-            continue  # what the reflector set aside is not worth a session's attention
-        section, importance, heading = _REFLECTION_SECTIONS.get(top.strip().lower(), default)
-        project = sub.strip() or None if section == "Active projects" else None
-        text = _CITATION.sub("", entry.text.lstrip("🔴🟡🟢✅ ")).strip()
-        if not text or text.startswith("<!--"):
+def tokens(lines: Iterable[str]) -> int:
+    """The tokens ``lines`` take (about four characters a token, as ``om context`` counts)."""
+    return sum(len(line) // CHARS_PER_TOKEN + 1 for line in lines)
+
+
+def _rank(entry: ContextEntry, anchors: Mapping[str | None, str]) -> float:
+    """How much a line deserves its place: importance, confirmations, and recency measured from
+    its project's last activity (so an old project's last days still rank as recent)."""
+    score = entry.importance + 0.05 * min(entry.seen - 1, 4)
+    anchor = anchors.get(entry.project) or anchors.get(None)
+    if entry.date and anchor:
+        try:
+            age = (date.fromisoformat(anchor) - date.fromisoformat(entry.date[:10])).days
+        except ValueError:
+            age = 30
+        # What the user is and prefers stays true: there recency only breaks ties.
+        weight = 0.15 if entry.section == ABOUT else 0.4
+        score += weight * math.exp(-max(age, 0) / 7)
+    return score
+
+
+def _anchors(entries: Iterable[ContextEntry], today: date) -> dict[str | None, str]:
+    out: dict[str | None, str] = {}
+    for entry in entries:
+        day = (entry.date or "")[:10]
+        if not day or day > today.isoformat():
             continue
-        if section == "Active projects" and project:
-            text = f"{project}: {text}"
-        out.append(
-            (
-                ContextEntry(
-                    section, text, entry.importance or importance, entry.date, project, entry.id
-                ),
-                heading or top.strip(),
-            )
-        )
+        for key in (entry.project, None):
+            if day > out.get(key, ""):
+                out[key] = day
     return out
 
 
-def _from_observations(
-    observations: list[Observation], projects: dict[str, str | None], today: date
-) -> list[ContextEntry]:
-    out: list[ContextEntry] = []
-    loops_since = (today - timedelta(days=LOOP_DAYS)).isoformat()
-    recent_since = (today - timedelta(days=RECENT_DAYS)).isoformat()
-    for obs in observations:
-        if obs.date < loops_since:
-            continue
-        project = projects.get(obs.id)
-        entry = None
-        if obs.type == "preference" and obs.importance >= 0.6:
-            entry = ContextEntry(
-                "About the user", obs.text, obs.importance, obs.date, None, obs.id, True
-            )
-        elif obs.type == "commitment" and not obs.completed and obs.importance >= 0.4:
-            entry = ContextEntry(
-                "Open loops", obs.text, obs.importance, obs.date, project, obs.id, True
-            )
-        elif obs.importance >= 0.8 or (obs.date >= recent_since and obs.importance >= 0.4):
-            entry = ContextEntry(
-                "Recent", obs.text, obs.importance, obs.date, project, obs.id, True
-            )
-        if entry is not None:
-            out.append(entry)
-    return out
+def _group(entry: ContextEntry) -> tuple[str, str]:
+    return entry.section, (entry.project or "").casefold()
 
 
-def _distinct(entries: list[ContextEntry]) -> list[ContextEntry]:
-    """Entries without near-repeats (the same fact in reflections, profile and observations),
-    the most important copy kept, original order otherwise preserved."""
-    deduper = Deduper()
+def _capped(candidates: list[Candidate], rank: Mapping[int, float]) -> list[Candidate]:
+    """The best lines of each section and project (and no more than ``MAX_ENTRIES``)."""
+    order = sorted(range(len(candidates)), key=lambda i: -rank[i])
+    counts: dict[tuple[str, str], int] = {}
     keep: set[int] = set()
-    for index in sorted(range(len(entries)), key=lambda i: -entries[i].importance):
-        if not deduper.is_duplicate(entries[index].text):
-            deduper.remember(entries[index].text)
-            keep.add(index)
-    return [entry for index, entry in enumerate(entries) if index in keep]
+    for i in order:
+        entry = candidates[i].entry
+        group = _group(entry)
+        limit = PER_GROUP_ABOUT if entry.section == ABOUT else PER_GROUP
+        if counts.get(group, 0) >= limit or len(keep) >= MAX_ENTRIES:
+            continue
+        counts[group] = counts.get(group, 0) + 1
+        keep.add(i)
+    return [c for i, c in enumerate(candidates) if i in keep]
 
 
-def _render_profile(items: list[tuple[ContextEntry, str]]) -> list[str]:
-    groups: dict[str, list[str]] = {}
-    for entry, heading in items:
-        groups.setdefault(heading, []).append(entry.text)
+def _fill(groups: list[list[str]], titles: list[str], budget: int) -> list[list[str]]:
+    """Lines taken from ``groups`` (each best first, each shown under its title) in turn, one
+    at a time, while the block's tokens stay within ``budget``: every group gets its best lines
+    before any gets its tenth. A line that does not fit is passed over (a shorter one may)."""
+    taken: list[list[str]] = [[] for _ in groups]
+    cursors = [0] * len(groups)
+    used = 0
+    while any(c < len(lines) for c, lines in zip(cursors, groups, strict=True)):
+        for g, lines in enumerate(groups):
+            if cursors[g] >= len(lines):
+                continue
+            line = lines[cursors[g]]
+            cursors[g] += 1
+            # A group's first line brings its heading and the blank lines around it.
+            cost = tokens([line] if taken[g] else [line, "", f"## {titles[g]}", "", ""])
+            if used + cost <= budget:
+                taken[g].append(line)
+                used += cost
+    return taken
+
+
+def _render_profile(items: list[Candidate], budget: int) -> list[str]:
+    headings = list(dict.fromkeys([*_PROFILE_HEADINGS, *(c.heading for c in items)]))
+    groups = [[f"- {c.entry.text}" for c in items if c.heading == h] for h in headings]
     lines: list[str] = []
-    for heading in ("Identity", "Preferences", "Working style", "Key facts", *groups):
-        if groups.get(heading):
-            lines += [
-                "",
-                f"## {heading}",
-                "",
-                *(f"- {t}" for t in dict.fromkeys(groups.pop(heading))),
-            ]
+    for heading, taken in zip(headings, _fill(groups, headings, budget), strict=True):
+        if taken:
+            lines += ["", f"## {heading}", "", *taken]
     return lines[1:] if lines else ["_Nothing known yet._"]
 
 
-def _render_active(entries: list[ContextEntry], today: date) -> list[str]:
+def _label(entry: ContextEntry) -> str:
+    return f"[{entry.project}] " if entry.project else ""
+
+
+def _render_active(
+    items: list[Candidate], anchors: Mapping[str | None, str], budget: int
+) -> list[str]:
+    entries = [c.entry for c in items]
+    projects = sorted((p for p in anchors if p), key=lambda p: (anchors[p], p), reverse=True)[
+        :MAX_PROJECTS
+    ]
+    listed = [f"- **{p}** (last active {anchors[p]})" for p in projects]
+    last = [e for e in entries if e.section == LAST]
+    latest = max(last, key=lambda e: e.date or "", default=None)
+    last_lines = [f"- {e.text}" for e in last if latest is not None and e.project == latest.project]
+    loops = [f"- {e.date}: {_label(e)}{e.text} ^{e.id}" for e in entries if e.section == LOOPS]
+    decisions = [f"- {e.date or ''}: {_label(e)}{e.text}".replace("- : ", "- ", 1)
+                 for e in entries if e.section == DECISIONS]  # fmt: skip
+    recent = [
+        f"- {e.date}: {_label(e)}{e.text}"
+        for e in entries
+        if e.section == RECENT and e.observed and e.date and e.date >= _recent_start(e, anchors)
+    ]
+    titles = ["Current Projects", "Last Time", "Open Loops", "Decisions", "Last Days"]
+    if latest is not None:
+        where = f"{latest.project}, " if latest.project else ""
+        titles[1] = f"Last Time ({where}{latest.date})"
+    groups = [listed, last_lines, loops, decisions, recent]
     lines: list[str] = []
-    projects: dict[str, list[ContextEntry]] = {}
-    for entry in entries:
-        if entry.project and entry.section in ("Recent", "Open loops", "Active projects"):
-            projects.setdefault(entry.project, []).append(entry)
-    if projects:
-        lines += ["## Current Projects", ""]
-        for name, items in sorted(
-            projects.items(), key=lambda kv: max(e.date or "" for e in kv[1]), reverse=True
-        ):
-            last = max((e.date or "" for e in items), default="")
-            lines.append(f"- **{name}**" + (f" (last active {last})" if last else ""))
-        lines.append("")
-    loops = [e for e in entries if e.section == "Open loops"]
-    if loops:
-        lines += ["## Open Loops", "", *(f"- {e.date}: {e.text} ^{e.id}" for e in loops), ""]
-    since = (today - timedelta(days=RECENT_DAYS)).isoformat()
-    recent = [e for e in entries if e.section == "Recent" and (e.date or "") >= since]
-    if recent:
-        lines += ["## Last Days", "", *(f"- {e.date}: {e.text}" for e in recent), ""]
+    for title, taken in zip(titles, _fill(groups, titles, budget), strict=True):
+        if taken:
+            lines += [f"## {title}", "", *taken, ""]
     return lines[:-1] if lines else ["_Nothing active yet._"]
 
 
-def prepare_context(store: MemoryStore, today: date | None = None) -> PreparedContext:
+def _recent_start(entry: ContextEntry, anchors: Mapping[str | None, str]) -> str:
+    anchor = anchors.get(entry.project) or anchors.get(None) or ""
+    return since(anchor, RECENT_DAYS) if anchor else ""
+
+
+def prepare_context(
+    store: MemoryStore, today: date | None = None, settings: Settings | None = None
+) -> PreparedContext:
     """Regenerate ``profile.md``, ``active.md`` and ``context.json`` from memory (under the lock).
 
     Files are rewritten only when their content changes, so an idle run touches nothing.
     """
     today = today or date.today()
+    settings = settings or load_settings()
     result = PreparedContext()
     with store.lock():
         profile_path, active_path = store.home / PROFILE_FILE, store.home / ACTIVE_FILE
         profile_bytes, active_bytes = store.read_bytes(profile_path), store.read_bytes(active_path)
-        about: list[tuple[ContextEntry, str]] = []
-        about += _from_sections(
-            store.read_bytes(store.home / REFLECTIONS_FILE), "reflections", ("Recent", 0.4, "")
+        doc = store.read_observations()
+        projects = {key: prov.project for key, prov in store.provenance().items()}
+        types = {obs.id: obs.type for obs in doc.observations}
+        candidates = from_sections(
+            store.read_bytes(store.home / REFLECTIONS_FILE),
+            "reflections",
+            (RECENT, 0.4, ""),
+            projects,
+            types,
         )
-        hand_profile = _from_sections(
-            blank_generated(profile_bytes), "profile", ("About the user", 0.8, "Notes")
+        candidates += from_sections(
+            blank_generated(profile_bytes), "profile", (ABOUT, 0.8, "Notes"), projects, types
         )
-        hand_active = [
-            e
-            for e, _ in _from_sections(
-                blank_generated(active_bytes), "active", ("Active projects", 0.6, "")
-            )
-        ]
-        ledger = store.provenance()
-        projects = {key: prov.project for key, prov in ledger.items()}
-        observed = _from_observations(store.read_observations().observations, projects, today)
-        entries = _distinct(
-            [e for e, _ in about] + [e for e, _ in hand_profile] + hand_active + observed
+        candidates += from_sections(
+            blank_generated(active_bytes), "active", (ACTIVE, 0.6, ""), projects, types
         )
-        profile_items = [(e, h) for e, h in about if e.section == "About the user"]
-        profile_items += [(e, "Preferences") for e in observed if e.section == "About the user"]
+        candidates += from_observations(doc, projects, today)
+        candidates = drop_closed(candidates, completions_in(doc.observations, projects))
+        anchors = _anchors((c.entry for c in candidates), today)
+        rank = {i: _rank(c.entry, anchors) for i, c in enumerate(candidates)}
+        kept = distinct(candidates, rank)
+        rank = {i: _rank(c.entry, anchors) for i, c in enumerate(kept)}
+        kept = _capped(kept, rank)
+        best = sorted(kept, key=lambda c: -_rank(c.entry, anchors))
         generated = {
-            profile_path: replace_block(profile_bytes, _render_profile(profile_items), "Profile"),
-            active_path: replace_block(active_bytes, _render_active(observed, today), "Active"),
+            profile_path: replace_block(
+                profile_bytes,
+                _render_profile(
+                    [c for c in best if c.entry.section == ABOUT and not c.hand],
+                    settings.profile_tokens,
+                ),
+                "Profile",
+            ),
+            active_path: replace_block(
+                active_bytes,
+                _render_active(
+                    [c for c in best if not c.hand],
+                    _project_anchors(kept, today),
+                    settings.active_tokens,
+                ),
+                "Active",
+            ),
         }
         for path, data in generated.items():
             if data != store.read_bytes(path):
                 atomic_write(path, data)
                 result.written.append(path.name)
+        entries = [c.entry for c in kept]
         payload = {
-            "version": 1,
+            "version": 2,
             "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "entries": [asdict(e) for e in entries],
+            "entries": [e.as_dict() for e in entries],
         }
         # Bytes that were not UTF-8 in a memory file (kept there as they are) become U+FFFD here:
         # the context is printed into an agent's session and must be clean text.
@@ -234,6 +288,11 @@ def prepare_context(store: MemoryStore, today: date | None = None) -> PreparedCo
             result.written.append(store.context_path.name)
     result.entries = entries
     return result
+
+
+def _project_anchors(kept: list[Candidate], today: date) -> dict[str | None, str]:
+    """Each project's last day, from what was observed (reflections' "seen" dates excluded)."""
+    return _anchors((c.entry for c in kept if c.entry.observed or c.entry.section == LAST), today)
 
 
 def _without_stamp(data: bytes) -> object:

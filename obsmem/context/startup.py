@@ -1,9 +1,13 @@
 """``om context``: the hot path of every session start. Read prepared data, choose, print.
 
 Imports only the standard library and ``obsmem.paths``: no click, no LLM SDK, no numpy, no
-parser. The prepared ``context.json`` (written by ``obsmem.context.prepare``) holds entries with
-their section, importance, date and project; this module picks what fits the budget by importance,
-recency and relevance to the project of the working directory, and renders it.
+parser, not even ``dataclasses`` or ``typing`` (each costs milliseconds a session start pays).
+The prepared ``context.json`` (written by ``obsmem.context.prepare``) holds entries with their
+section, importance, date and project; this module picks what fits the budget by importance,
+recency and relevance to the project of the working directory, and renders it the way a
+colleague would brief someone: the project first (what it is, its decisions, where the last
+session stopped, what is still open), then the user, then recent work, with dates relative to
+today and other projects' entries labelled with their project.
 """
 
 from __future__ import annotations
@@ -11,44 +15,143 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any
+
+from obsmem.context.when import ago, with_plan
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import IO, Any
 
 __all__ = [
+    "ABOUT",
+    "DECISIONS",
     "DEFAULT_BUDGET",
+    "LAST",
+    "LOOPS",
+    "PROJECT",
+    "RECENT",
     "SECTION_ORDER",
     "ContextEntry",
     "build_context",
     "hook_output",
     "load_entries",
     "project_for",
+    "stdin_cwd",
 ]
 
 DEFAULT_BUDGET = 6000
 CHARS_PER_TOKEN = 4
-#: Sections in the order a reader meets them; anything else goes last.
-SECTION_ORDER = ("About the user", "This project", "Active projects", "Open loops", "Recent")
+
+#: Prepared sections (``ContextEntry.section``).
+ABOUT = "About the user"
+PROJECT = "Project"  # what a project is: purpose, stack, architecture, lessons about it
+DECISIONS = "Decisions"
+LAST = "Last time here"  # the latest Current Context of a project: task, next step, questions
+LOOPS = "Open loops"
+RECENT = "Recent work"
+ACTIVE = "Active projects"  # hand-written lines of active.md, and older prepared files
+
+#: Rendered sections in the order a reader meets them; anything else goes last.
+SECTION_ORDER = (
+    "This project",
+    DECISIONS,
+    LAST,
+    LOOPS,
+    ABOUT,
+    RECENT,
+    "Other projects",
+)
+#: Sections whose dates are the date of an event, shown relative to today.
+_DATED = (DECISIONS, LOOPS, RECENT, "Recent")
 FOOTER = (
     "Search for more of what you remember about this user and their work: run "
     '`om search "<words>"` in a shell (add `--json` for ids, files and sources), or call the '
     "`search` tool of the `om` MCP server when it is available."
 )
+#: How long ``om context`` waits for a hook's JSON on a standard input that is not a terminal.
+STDIN_WAIT = 0.3
+_MAX_PAYLOAD = 1 << 20
 
 
-@dataclass(frozen=True)
 class ContextEntry:
-    """One line the startup context may include."""
+    """One line the startup context may include.
 
-    section: str
-    text: str
-    importance: float = 0.5
-    date: str | None = None
-    project: str | None = None
-    id: str | None = None
-    observed: bool = False  # from an observation (its date is when it happened)
+    ``observed``: from an observation (its date is when it happened); ``kind``: the
+    observation type when known; ``planned``: the date a plan is for; ``seen``: how many
+    observations confirm it (a reflection's citations).
+    """
+
+    __slots__ = (
+        "date",
+        "id",
+        "importance",
+        "kind",
+        "observed",
+        "planned",
+        "project",
+        "section",
+        "seen",
+        "text",
+    )
+
+    def __init__(
+        self,
+        section: str,
+        text: str,
+        importance: float = 0.5,
+        date: str | None = None,
+        project: str | None = None,
+        id: str | None = None,
+        observed: bool = False,
+        kind: str | None = None,
+        planned: str | None = None,
+        seen: int = 1,
+    ) -> None:
+        self.section = section
+        self.text = text
+        self.importance = importance
+        self.date = date
+        self.project = project
+        self.id = id
+        self.observed = observed
+        self.kind = kind
+        self.planned = planned
+        self.seen = seen
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry as ``context.json`` stores it."""
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ContextEntry):
+            return NotImplemented
+        return self.as_dict() == other.as_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ContextEntry({self.section!r}, {self.text!r}, project={self.project!r})"
+
+
+_FIELDS = (
+    "section",
+    "text",
+    "importance",
+    "date",
+    "project",
+    "id",
+    "observed",
+    "kind",
+    "planned",
+    "seen",
+)
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def load_entries(path: Path) -> tuple[list[ContextEntry], str | None]:
@@ -57,21 +160,33 @@ def load_entries(path: Path) -> tuple[list[ContextEntry], str | None]:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return [], None
+    if not isinstance(data, dict):
+        return [], None
     entries: list[ContextEntry] = []
-    for item in data.get("entries", []) if isinstance(data, dict) else []:
-        if isinstance(item, dict) and isinstance(item.get("text"), str):
-            entries.append(
-                ContextEntry(
-                    section=str(item.get("section") or "Recent"),
-                    text=item["text"],
-                    importance=float(item.get("importance") or 0.5),
-                    date=item.get("date"),
-                    project=item.get("project"),
-                    id=item.get("id"),
-                    observed=bool(item.get("observed")),
-                )
+    items = data.get("entries")
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            continue
+        try:
+            importance = float(item.get("importance") or 0.5)
+            seen = int(item.get("seen") or 1)
+        except (TypeError, ValueError):
+            importance, seen = 0.5, 1
+        entries.append(
+            ContextEntry(
+                str(item.get("section") or RECENT),
+                item["text"],
+                importance,
+                _str(item.get("date")),
+                _str(item.get("project")),
+                _str(item.get("id")),
+                bool(item.get("observed")),
+                _str(item.get("kind")),
+                _str(item.get("planned")),
+                seen,
             )
-    return entries, data.get("generated_at") if isinstance(data, dict) else None
+        )
+    return entries, _str(data.get("generated_at"))
 
 
 def project_for(cwd: str | None) -> str | None:
@@ -90,25 +205,136 @@ def project_for(cwd: str | None) -> str | None:
     return path.name or None
 
 
+def stdin_cwd(stream: IO[Any] | None = None, wait: float = STDIN_WAIT) -> str | None:
+    """The ``cwd`` of the hook's JSON payload on standard input, or None.
+
+    Agents start SessionStart hooks with a JSON object on stdin (``session_id``, ``cwd``, ...);
+    its ``cwd`` is the session's directory, which can differ from the hook process's own. A
+    terminal is never read, and a silent pipe is given up on after ``wait`` seconds, so
+    ``om context`` typed by hand or run from a script never hangs.
+    """
+    import sys
+
+    stream = stream if stream is not None else sys.stdin
+    try:
+        if stream is None or stream.closed or stream.isatty():
+            return None
+        fd = stream.fileno()
+    except (OSError, ValueError):
+        return None
+    import select
+    import time
+
+    data = b""
+    deadline = time.monotonic() + wait
+    payload: object = None
+    while len(data) < _MAX_PAYLOAD:
+        try:
+            ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
+            chunk = os.read(fd, 65536) if ready else b""
+        except (OSError, ValueError):
+            break
+        if not chunk:
+            break
+        data += chunk
+        try:
+            payload = json.loads(data)
+            break  # a whole object arrived: no need to wait for the end of the stream
+        except ValueError:
+            continue
+    if payload is None:
+        try:
+            payload = json.loads(data) if data.strip() else None
+        except ValueError:
+            return None
+    cwd = payload.get("cwd") if isinstance(payload, dict) else None
+    return os.path.expanduser(cwd) if isinstance(cwd, str) and cwd.strip() else None
+
+
 def _tokens(text: str) -> int:
     return len(text) // CHARS_PER_TOKEN + 1
 
 
-def _score(entry: ContextEntry, project: str | None, today: date) -> float:
-    score = entry.importance
-    if entry.date:
+def _same(a: str | None, b: str | None) -> bool:
+    return bool(a and b and a.casefold() == b.casefold())
+
+
+class _Plan:
+    """How one context is laid out: the project, today, the memory's own last day."""
+
+    def __init__(self, entries: list[ContextEntry], project: str | None, today: date) -> None:
+        self.project = project
+        self.today = today
+        dates = [e.date[:10] for e in entries if e.date and e.date[:10] <= today.isoformat()]
+        # Recency runs from the memory's last activity, so months-old history ranks as it did.
         try:
-            age = (today - date.fromisoformat(entry.date[:10])).days
+            self.anchor = date.fromisoformat(max(dates)) if dates else today
         except ValueError:
-            age = 30
-        score += 0.4 * math.exp(-max(age, 0) / 7)  # last week's work matters most
-    if project and (
-        (entry.project or "").lower() == project.lower() or project.lower() in entry.text.lower()
-    ):
-        score += 0.6
-    if entry.section == "About the user":
-        score += 0.5  # who the user is applies to every session
-    return score
+            self.anchor = today
+        known = {e.project.casefold() for e in entries if e.project}
+        last = [e for e in entries if e.section == LAST and e.project]
+        mine = [e for e in last if _same(e.project, project)]
+        if mine or (project and project.casefold() in known):
+            self.last_project = project if mine else None
+        else:  # a directory memory knows nothing of: where the user stopped last, anywhere
+            latest = max(last, key=lambda e: e.date or "", default=None)
+            self.last_project = latest.project if latest else None
+        self.last_date = max(
+            (e.date or "" for e in last if _same(e.project, self.last_project)), default=""
+        )
+
+    def ours(self, entry: ContextEntry) -> bool:
+        return _same(entry.project, self.project)
+
+    def section(self, entry: ContextEntry) -> str | None:
+        """The rendered section of ``entry``; None when it does not belong in this context."""
+        kind = entry.section
+        if kind == LAST:
+            return LAST if _same(entry.project, self.last_project) else None
+        if kind in (PROJECT, ACTIVE, "This project") or (kind == DECISIONS and entry.project):
+            if self.project and self.ours(entry):
+                return "This project" if kind != DECISIONS else DECISIONS
+            return "Other projects"
+        if kind == "Recent":
+            return RECENT
+        return kind
+
+    def score(self, entry: ContextEntry) -> float:
+        score = entry.importance + 0.05 * min(entry.seen - 1, 4)
+        if entry.date:
+            try:
+                age = (self.anchor - date.fromisoformat(entry.date[:10])).days
+            except ValueError:
+                age = 30
+            score += 0.4 * math.exp(-max(age, 0) / 7)  # the last week's work matters most
+        if self.project and (self.ours(entry) or self.project.casefold() in entry.text.casefold()):
+            score += 0.6
+        if entry.section == LAST:
+            score += 1.0  # where the last session stopped is what a returning user needs
+        elif entry.section == ABOUT:
+            score += 0.5  # who the user is applies to every session
+        return score
+
+    def line(self, entry: ContextEntry, section: str) -> str:
+        text = with_plan(entry.text, entry.planned, self.today)
+        if section in _DATED and entry.observed and entry.date:
+            text = f"{ago(entry.date, self.today)}: {text}"
+        if entry.project and not self.ours(entry) and section != LAST:
+            text = f"[{entry.project}] {text}"
+        return f"- {text}\n"
+
+    def title(self, section: str) -> str:
+        if section == "This project":
+            return f"This project ({self.project})"
+        if section == "Other projects" and not self.project:
+            return "Projects"
+        if section == LAST:
+            when = f"{self.last_date}, {ago(self.last_date, self.today)}" if self.last_date else ""
+            if not _same(self.last_project, self.project):
+                when = f"{self.last_project}, {when}" if when else str(self.last_project)
+                return f"Last session ({when})"
+            return f"{LAST} ({when})" if when else LAST
+        return section
 
 
 def build_context(
@@ -120,59 +346,36 @@ def build_context(
 ) -> str:
     """Markdown that fits ``budget`` tokens: the best entries by importance, recency and relevance
     to ``project``, grouped by section, ending with how to search for more."""
-    today = today or date.today()
+    plan = _Plan(entries, project, today or date.today())
     header = "# What om remembers\n"
     used = _tokens(header) + _tokens(FOOTER) + 10
-    chosen: list[ContextEntry] = []
+    groups: dict[str, list[str]] = {}
     seen: set[str] = set()
-    ranked = sorted(entries, key=lambda e: _score(e, project, today), reverse=True)
-    for entry in ranked:
-        section = _section_of(entry, project)
-        key = " ".join(entry.text.lower().split())
-        if key in seen:
+    for entry in sorted(entries, key=plan.score, reverse=True):
+        section = plan.section(entry)
+        key = " ".join(entry.text.casefold().split())
+        if section is None or key in seen:
             continue
-        cost = (
-            _tokens(entry.text)
-            + 3
-            + (_tokens(section) + 2 if not _has(chosen, section, project) else 0)
-        )
+        line = plan.line(entry, section)
+        cost = _tokens(line) + 1
+        if section not in groups:
+            cost += _tokens(plan.title(section)) + 2
         if used + cost > budget:
             continue
         seen.add(key)
-        chosen.append(entry)
+        groups.setdefault(section, []).append(line)
         used += cost
-    groups: dict[str, list[ContextEntry]] = {}
-    for entry in chosen:
-        groups.setdefault(_section_of(entry, project), []).append(entry)
     parts = [header]
     order = [s for s in SECTION_ORDER if s in groups] + [
         s for s in groups if s not in SECTION_ORDER
     ]
     for section in order:
-        title = f"This project ({project})" if section == "This project" and project else section
-        parts.append(f"\n## {title}\n")
-        for entry in groups[section]:
-            # Dates only where they are the date of an event; elsewhere they mislead.
-            when = f"{entry.date[:10]}: " if entry.date and entry.observed else ""
-            parts.append(f"- {when}{entry.text}\n")
-    if not chosen:
+        parts.append(f"\n## {plan.title(section)}\n")
+        parts.extend(groups[section])
+    if not groups:
         parts.append("\nNothing remembered yet.\n")
     parts.append(f"\n{FOOTER}\n")
     return "".join(parts)
-
-
-def _section_of(entry: ContextEntry, project: str | None) -> str:
-    if (
-        project
-        and entry.section in ("Active projects", "Recent", "Open loops")
-        and (entry.project or "").lower() == project.lower()
-    ):
-        return "This project"
-    return entry.section
-
-
-def _has(chosen: list[ContextEntry], section: str, project: str | None) -> bool:
-    return any(_section_of(e, project) == section for e in chosen)
 
 
 def hook_output(agent: str, text: str) -> str:
@@ -183,9 +386,7 @@ def hook_output(agent: str, text: str) -> str:
     """
     if agent == "plain":
         return text
-    payload: Mapping[str, Any] = {
-        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}
-    }
+    payload = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
     return json.dumps(payload, ensure_ascii=False)
 
 
@@ -203,6 +404,8 @@ def run_context(
 
     Reads the prepared ``context.json``; when there is none yet (a memory directory never
     observed since om was installed), prepares it once, which is slower but only happens once.
+    ``cwd`` None means the process's own directory (the command line first looks at the hook's
+    payload on stdin, see ``stdin_cwd``).
     """
     from obsmem import paths
 
@@ -223,8 +426,10 @@ def fast_main(argv: list[str]) -> int | None:
     Returns the exit status, or None when the arguments need the full command line (help, an
     unknown option, a bad value): click then explains the problem properly. At a session start
     nothing may break the agent: an unexpected error still prints a valid, empty hook reply.
+    The session's directory is ``--cwd`` when given, else the hook payload's ``cwd``, else the
+    process's own.
     """
-    options = {"--for": "plain", "--cwd": None, "--budget": str(DEFAULT_BUDGET)}
+    options: dict[str, str | None] = {"--for": "plain", "--cwd": None, "--budget": None}
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -236,11 +441,12 @@ def fast_main(argv: list[str]) -> int | None:
                 return None
             value = args.pop(0)
         options[name] = value
-    agent, budget = options["--for"] or "plain", options["--budget"] or ""
-    if agent not in AGENTS or not budget.isdigit() or int(budget) < 200:
+    agent, budget = options["--for"] or "plain", options["--budget"] or str(DEFAULT_BUDGET)
+    if agent not in AGENTS or not budget.isdigit() or not 200 <= int(budget) <= 200_000:
         return None
     try:
-        text = run_context(agent, cwd=options["--cwd"], budget=int(budget))
+        cwd = options["--cwd"] or stdin_cwd()
+        text = run_context(agent, cwd=cwd, budget=int(budget))
     except Exception as exc:
         import sys
 

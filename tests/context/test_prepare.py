@@ -6,10 +6,14 @@ import json
 from datetime import date
 from pathlib import Path
 
-from obsmem.context.prepare import BEGIN, END, prepare_context, replace_block
+import pytest
+
+from obsmem.context.prepare import BEGIN, END, prepare_context, replace_block, tokens
+from obsmem.context.startup import ContextEntry, build_context
 from obsmem.demo import prepare
 from obsmem.memory.model import Provenance
 from obsmem.memory.store import MemoryStore, new_observation
+from obsmem.settings import load_settings
 
 
 def test_replace_block_keeps_every_other_line() -> None:
@@ -32,7 +36,7 @@ def test_prepare_from_sample_memory_is_idempotent(tmp_path: Path) -> None:
     assert profile.startswith(hand)  # the hand-written profile is kept as it was
     data = json.loads(store.context_path.read_bytes())
     sections = {e["section"] for e in data["entries"]}
-    assert {"About the user", "Active projects", "Open loops", "Recent"} <= sections
+    assert {"About the user", "Project", "Decisions", "Open loops", "Recent work"} <= sections
     second = prepare_context(store, today=date(2026, 11, 29))
     assert second.written == []
     assert (store.home / "profile.md").read_bytes() == profile
@@ -55,3 +59,213 @@ def test_open_loops_and_projects_from_observations(store: MemoryStore) -> None:
     entries = json.loads(store.context_path.read_bytes())["entries"]
     loops = [e for e in entries if e["section"] == "Open loops"]
     assert [e["project"] for e in loops] == ["atlas"] and loops[0]["observed"] is True
+
+
+TODAY = date(2026, 12, 1)
+
+
+def prov(project: str) -> Provenance:
+    return Provenance(f"/t/{project}.jsonl", 1, 2, "s", "claude", project)
+
+
+def observe(
+    store: MemoryStore,
+    *lines: tuple[str, str, str, str, float, str],
+    done: bool = False,
+    context: dict[str, dict[str, str]] | None = None,
+) -> None:
+    """Add observations given as (text, date, time, type, importance, project)."""
+    store.add_observations(
+        [new_observation(text, date=day, time=at, type=kind, importance=imp,
+                         completed=done, provenance=prov(project))
+         for text, day, at, kind, imp, project in lines],
+        context=context,
+    )  # fmt: skip
+
+
+def entries_of(store: MemoryStore, section: str) -> list[str]:
+    data = json.loads(store.context_path.read_bytes())
+    return [e["text"] for e in data["entries"] if e["section"] == section]
+
+
+def generated(path: Path) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    return text.split(BEGIN)[1].split(END)[0].strip("\n").splitlines()
+
+
+def test_derived_files_stay_within_their_budgets_at_any_size(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batch = []
+    for n in range(3000):
+        day = f"2026-11-{1 + n // 120:02d}"
+        kind = ("preference", "decision", "commitment", "fact", "milestone", "event")[n % 6]
+        text = f"Observation {n} about widget {n % 97} and gadget {n % 89} in module {n}"
+        batch.append(new_observation(
+            text, date=day, time=f"{8 + n % 12:02d}:{n % 60:02d}", type=kind,
+            importance=0.9 if n % 3 == 0 else 0.6, provenance=prov(f"p{n % 7}")))  # fmt: skip
+    store.add_observations(batch)
+    prepare_context(store, today=TODAY)
+    for name in ("profile.md", "active.md"):
+        block = generated(store.home / name)
+        assert len(block) > 20  # there was plenty to choose from
+        assert tokens(block) <= 1500, name
+    data = json.loads(store.context_path.read_bytes())
+    assert len(data["entries"]) <= 3000
+    # Each derived file has its own setting.
+    monkeypatch.setenv("OM_PROFILE_TOKENS", "300")
+    monkeypatch.setenv("OM_ACTIVE_TOKENS", "400")
+    prepare_context(store, today=TODAY)
+    assert tokens(generated(store.home / "profile.md")) <= 300
+    assert 300 < tokens(generated(store.home / "active.md")) <= 400
+
+
+def test_the_most_important_lines_win_the_budget(store: MemoryStore) -> None:
+    lines = [(f"Prefers option {n} for the thing number {n} in every case", "2026-11-20",
+              "10:00", "preference", 0.6, "atlas") for n in range(400)]  # fmt: skip
+    lines.append(("Prefers tabs over spaces everywhere", "2026-11-01", "09:00", "preference",
+                  0.95, "atlas"))  # fmt: skip
+    observe(store, *lines)
+    settings = load_settings({"OM_PROFILE_TOKENS": "200"})
+    prepare_context(store, today=TODAY, settings=settings)
+    assert "- Prefers tabs over spaces everywhere" in generated(store.home / "profile.md")
+
+
+def test_a_later_completion_closes_an_open_loop(store: MemoryStore) -> None:
+    observe(
+        store,
+        ("User will write the migration guide before the release", "2026-11-26", "10:00",
+         "commitment", 0.7, "atlas"),
+        ("Review the pull request of the importer", "2026-11-26", "11:00", "task", 0.7, "atlas"),
+        ("Fix the flaky Redis tests in CI", "2026-11-27", "09:00", "task", 0.7, "atlas"),
+        ("Document the webhook retries", "2026-11-26", "12:00", "task", 0.7, "hermes-bot"),
+        ("Set up the staging database", "2026-11-28", "10:00", "task", 0.7, "atlas"),
+    )  # fmt: skip
+    observe(
+        store,
+        ("Migration guide written and published", "2026-11-27", "16:00", "milestone", 0.7,
+         "atlas"),
+        ("Flaky Redis tests fixed: each worker has its own database", "2026-11-27", "15:00",
+         "event", 0.6, "atlas"),
+        ("Documented the webhook retries completed", "2026-11-26", "15:00", "event", 0.6,
+         "atlas"),
+        ("Staging database set up", "2026-11-27", "18:00", "milestone", 0.6, "atlas"),
+    )  # fmt: skip
+    prepare_context(store, today=TODAY)
+    loops = entries_of(store, "Open loops")
+    assert "Review the pull request of the importer" in loops  # nothing completed it
+    assert "User will write the migration guide before the release" not in loops  # milestone
+    assert "Fix the flaky Redis tests in CI" not in loops  # "fixed" with the same words
+    assert "Document the webhook retries" in loops  # completed in another project
+    assert "Set up the staging database" in loops  # the completion came before it was asked
+    assert "Review the pull request" in " ".join(generated(store.home / "active.md"))
+
+
+def test_only_open_commitments_and_tasks_are_loops(store: MemoryStore) -> None:
+    observe(
+        store,
+        ("Sub-agent asked to explore the repository layout", "2026-11-28", "10:00", "event",
+         0.7, "atlas"),
+        ("Explored the codebase structure and summarised it", "2026-11-28", "10:05", "fact",
+         0.7, "atlas"),
+    )  # fmt: skip
+    observe(store, ("Wrote the changelog", "2026-11-28", "11:00", "task", 0.7, "atlas"), done=True)
+    prepare_context(store, today=TODAY)
+    assert entries_of(store, "Open loops") == []
+
+
+def test_near_duplicates_appear_once(store: MemoryStore) -> None:
+    (store.home / "reflections.md").write_text(
+        "# Reflections — Long-Term Memory\n\n## Preferences & Opinions\n\n"
+        "- Prefers small commits whose messages explain why\n"
+        "- Uses Alembic for migrations\n"
+    )
+    (store.home / "profile.md").write_text(
+        "# Profile\n\n## Preferences\n\n- Small commits with messages that explain why\n"
+    )
+    observe(
+        store,
+        (
+            "User prefers small commits with messages that explain why",
+            "2026-11-28",
+            "10:00",
+            "preference",
+            0.8,
+            "atlas",
+        ),
+        ("Uses Aerich for migrations", "2026-11-28", "11:00", "preference", 0.8, "atlas"),
+    )
+    prepare_context(store, today=TODAY)
+    about = entries_of(store, "About the user")
+    commits = [t for t in about if "small commits" in t.lower()]
+    assert commits == ["Small commits with messages that explain why"]  # the hand line stays
+    assert "Uses Alembic for migrations" in about and "Uses Aerich for migrations" in about
+    # the hand-written line is not repeated in om's part of profile.md either
+    assert not any("small commits" in line.lower() for line in generated(store.home / "profile.md"))
+
+
+def test_the_latest_current_context_is_last_time_here(store: MemoryStore) -> None:
+    observe(
+        store,
+        ("Set up CI for atlas", "2026-11-20", "10:00", "event", 0.6, "atlas"),
+        context={"2026-11-20": {"Active task": "Old task", "Suggested next": "Old next"}},
+    )
+    observe(
+        store,
+        ("Fixing flaky CI", "2026-11-27", "10:00", "event", 0.6, "atlas"),
+        context={
+            "2026-11-27": {
+                "Active task": "Fixing flaky CI on atlas",
+                "Key entities": "Redis, xdist",
+                "Suggested next": "Pin the Redis image",
+                "Open questions": "Why only on 4 workers?",
+            }
+        },
+    )
+    observe(store, ("Bot commands", "2026-11-28", "10:00", "event", 0.6, "hermes-bot"),
+            context={"2026-11-28": {"Active task": "Telegram bot commands"}})  # fmt: skip
+    prepare_context(store, today=TODAY)
+    data = json.loads(store.context_path.read_bytes())
+    last = [(e["project"], e["text"]) for e in data["entries"] if e["section"] == "Last time here"]
+    assert sorted(last) == [
+        ("atlas", "Active task: Fixing flaky CI on atlas"),
+        ("atlas", "Open questions: Why only on 4 workers?"),
+        ("atlas", "Suggested next: Pin the Redis image"),
+        ("hermes-bot", "Active task: Telegram bot commands"),
+    ]
+    text = build_context([ContextEntry(**e) for e in data["entries"]], project="atlas",
+                         today=TODAY)  # fmt: skip
+    assert "## Last time here (2026-11-27, 4 days ago)" in text
+    assert "- Suggested next: Pin the Redis image" in text
+
+
+def test_old_history_is_as_useful_as_yesterdays(store: MemoryStore) -> None:
+    """Windows run from the project's last activity: a project last touched in March still
+    shows its last days, its decisions and its open loops."""
+    observe(
+        store,
+        ("Chose Tortoise ORM over SQLAlchemy", "2026-03-01", "10:00", "decision", 0.9, "atlas"),
+        ("Write the load test", "2026-03-02", "10:00", "commitment", 0.7, "atlas"),
+        ("Importer rewritten in streaming style", "2026-03-02", "11:00", "milestone", 0.85,
+         "atlas"),
+    )  # fmt: skip
+    prepare_context(store, today=TODAY)
+    assert entries_of(store, "Decisions") == ["Chose Tortoise ORM over SQLAlchemy"]
+    assert entries_of(store, "Open loops") == ["Write the load test"]
+    assert entries_of(store, "Recent work") == ["Importer rewritten in streaming style"]
+
+
+def test_the_context_of_a_prepared_memory_labels_other_projects(store: MemoryStore) -> None:
+    observe(
+        store,
+        ("Chose PostgreSQL for atlas", "2026-11-28", "10:00", "decision", 0.9, "atlas"),
+        ("Bot reconnect loop fixed", "2026-11-29", "10:00", "milestone", 0.9, "hermes-bot"),
+        ("Answer the webhook question", "2026-11-29", "11:00", "task", 0.7, "hermes-bot"),
+    )
+    prepare_context(store, today=TODAY)
+    data = json.loads(store.context_path.read_bytes())
+    text = build_context([ContextEntry(**e) for e in data["entries"]], project="atlas",
+                         today=TODAY)  # fmt: skip
+    assert "- 3 days ago: Chose PostgreSQL for atlas" in text
+    assert "- [hermes-bot] 2 days ago: Answer the webhook question" in text
+    assert "- [hermes-bot] 2 days ago: Bot reconnect loop fixed" in text

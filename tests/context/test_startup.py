@@ -14,12 +14,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from obsmem.context.startup import (
+    ABOUT,
     CHARS_PER_TOKEN,
+    DECISIONS,
+    LAST,
+    LOOPS,
+    PROJECT,
+    RECENT,
     ContextEntry,
     build_context,
     fast_main,
     hook_output,
+    load_entries,
     project_for,
+    stdin_cwd,
 )
 
 TODAY = date(2026, 11, 29)
@@ -43,13 +51,22 @@ def test_output_fits_every_budget(budget: int, n: int) -> None:
     assert text.rstrip().endswith("when it is available.")  # always says how to search for more
 
 
-def test_project_entries_come_first_for_their_project() -> None:
-    text = build_context(entries(), budget=400, project="atlas", today=TODAY)
-    assert "## This project (atlas)" in text
-    section = text.split("## This project (atlas)")[1].split("##")[0]
-    assert "about atlas" in section and "hermes-bot" not in section
-    other = build_context(entries(), budget=400, project="hermes-bot", today=TODAY)
-    assert "## This project (hermes-bot)" in other
+def test_entries_of_other_projects_are_labelled_with_their_project() -> None:
+    text = build_context(entries(), budget=600, project="atlas", today=TODAY)
+    lines = [line for line in text.splitlines() if line.startswith("- ")]
+    assert any("about atlas" in line for line in lines)
+    for line in lines:
+        if "about hermes-bot" in line:
+            assert line.startswith("- [hermes-bot] ")
+        if "about atlas" in line:
+            assert "[atlas]" not in line
+    # No project known for the directory: every project's entry says whose it is.
+    anywhere = build_context(entries(), budget=600, project=None, today=TODAY)
+    assert all(
+        line.startswith(("- [atlas] ", "- [hermes-bot] "))
+        for line in anywhere.splitlines()
+        if "Observation number" in line
+    )
 
 
 def test_user_profile_survives_a_tiny_budget() -> None:
@@ -123,3 +140,129 @@ def test_hot_path_imports_nothing_heavy(tmp_path: Path) -> None:
     assert "HEAVY []" in done.stderr, done.stderr
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "Tortoise ORM" in context
+
+
+def briefing() -> list[ContextEntry]:
+    """A memory of two projects, in every prepared section."""
+    return [
+        ContextEntry(ABOUT, "Prefers small commits whose messages explain why", 0.8),
+        ContextEntry(PROJECT, "Task API built with FastAPI and PostgreSQL", 0.7, None, "atlas"),
+        ContextEntry(DECISIONS, "Chose PostgreSQL over SQLite", 0.9, "2026-11-26", "atlas",
+                     "d1", observed=True),
+        ContextEntry(DECISIONS, "Release Atlas 1.0 on 2026-12-05 (meaning 2026-12-05)", 0.9,
+                     "2026-11-28", "atlas", "d2", observed=True, planned="2026-12-05"),
+        ContextEntry(LAST, "Active task: Fixing flaky CI", 0.9, "2026-11-28", "atlas"),
+        ContextEntry(LAST, "Suggested next: Pin the Redis image", 0.85, "2026-11-28", "atlas"),
+        ContextEntry(LAST, "Active task: Telegram bot commands", 0.9, "2026-11-29", "hermes-bot"),
+        ContextEntry(LOOPS, "Write the migration guide", 0.7, "2026-11-27", "atlas", "l1",
+                     observed=True, planned="2026-11-20"),
+        ContextEntry(LOOPS, "Answer the bot's webhook question", 0.6, "2026-11-25", "hermes-bot",
+                     "l2", observed=True),
+        ContextEntry(RECENT, "CI green again after isolating Redis", 0.8, "2026-11-28", "atlas",
+                     "r1", observed=True),
+        ContextEntry(PROJECT, "Bot written with python-telegram-bot", 0.7, None, "hermes-bot"),
+    ]  # fmt: skip
+
+
+TODAY_BRIEF = date(2026, 12, 1)
+
+
+def sections_of(text: str) -> list[str]:
+    return [line[3:] for line in text.splitlines() if line.startswith("## ")]
+
+
+def test_a_project_is_briefed_first_then_the_user_then_recent_work() -> None:
+    text = build_context(briefing(), project="atlas", today=TODAY_BRIEF)
+    assert sections_of(text) == [
+        "This project (atlas)",
+        "Decisions",
+        "Last time here (2026-11-28, 3 days ago)",
+        "Open loops",
+        "About the user",
+        "Recent work",
+        "Other projects",
+    ]
+    last = text.split("## Last time here")[1].split("##")[0]
+    assert "Active task: Fixing flaky CI" in last and "Pin the Redis image" in last
+    assert "Telegram" not in last  # another project's last session is not this one's
+    assert "- [hermes-bot] Bot written with python-telegram-bot" in text
+
+
+def test_dates_are_relative_to_today() -> None:
+    text = build_context(briefing(), project="atlas", today=TODAY_BRIEF)
+    assert "- 5 days ago: Chose PostgreSQL over SQLite" in text
+    assert "- 3 days ago: Release Atlas 1.0 on 2026-12-05 (in 4 days)" in text
+    assert "meaning" not in text
+    assert "- 4 days ago: Write the migration guide (planned for 2026-11-20: likely done)" in text
+    assert "- [hermes-bot] 6 days ago: Answer the bot's webhook question" in text
+    assert "- 3 days ago: CI green again after isolating Redis" in text
+
+
+def test_a_directory_memory_does_not_know_gets_the_last_session_anywhere() -> None:
+    text = build_context(briefing(), project="scratch", today=TODAY_BRIEF)
+    assert "## Last session (hermes-bot, 2026-11-29, 2 days ago)" in text
+    assert "Active task: Telegram bot commands" in text
+    assert "Fixing flaky CI" not in text
+    assert "## Projects" not in text and "## Other projects" in text
+
+
+def test_prepared_entries_round_trip_through_context_json(tmp_path: Path) -> None:
+    path = tmp_path / "context.json"
+    path.write_text(json.dumps({"version": 2, "entries": [e.as_dict() for e in briefing()]}))
+    loaded, _ = load_entries(path)
+    assert loaded == briefing()
+    path.write_text('{"entries": [{"text": "x", "importance": "high"}, 3, {"text": 4}]}')
+    assert [e.text for e in load_entries(path)[0]] == ["x"]  # odd values: defaults, no crash
+
+
+def test_stdin_cwd_reads_the_hook_payload() -> None:
+    read, write = os.pipe()
+    os.write(write, json.dumps({"session_id": "s", "cwd": "/home/dev/atlas"}).encode())
+    with os.fdopen(read) as stream:
+        # The writer is still open: a whole JSON object is enough, no waiting for the end.
+        assert stdin_cwd(stream, wait=5) == "/home/dev/atlas"
+    os.close(write)
+
+
+@pytest.mark.parametrize("payload", [b"", b"not json", b'{"cwd": 3}', b'["/x"]', b'{"cwd": " "}'])
+def test_stdin_cwd_without_a_usable_cwd_is_none(payload: bytes) -> None:
+    read, write = os.pipe()
+    os.write(write, payload)
+    os.close(write)
+    with os.fdopen(read) as stream:
+        assert stdin_cwd(stream) is None
+
+
+def test_stdin_cwd_gives_up_on_a_silent_pipe() -> None:
+    read, write = os.pipe()
+    with os.fdopen(read) as stream:
+        assert stdin_cwd(stream, wait=0.05) is None
+    os.close(write)
+
+
+def _om_context(home: Path, cwd: Path, *args: str, stdin: bytes | None) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "obsmem", "context", "--for", "claude", *args],
+        env={**os.environ, "OM_HOME": str(home)}, cwd=cwd, input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
+        capture_output=True, timeout=60, check=True,
+    )  # fmt: skip
+    return str(json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"])
+
+
+def test_the_hook_payload_cwd_wins_over_the_process_directory(tmp_path: Path) -> None:
+    from obsmem.demo import prepare
+
+    home = tmp_path / "mem"
+    prepare(home)
+    (tmp_path / "atlas").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    payload = json.dumps({"hook_event_name": "SessionStart", "cwd": str(tmp_path / "atlas")})
+    from_hook = _om_context(home, tmp_path / "elsewhere", stdin=payload.encode())
+    assert "## This project (atlas)" in from_hook
+    # The flag wins over the payload; without either, the process's directory counts.
+    flagged = _om_context(home, tmp_path / "atlas", "--cwd", str(tmp_path / "elsewhere"),
+                          stdin=payload.encode())  # fmt: skip
+    assert "This project (atlas)" not in flagged
+    assert "This project (atlas)" in _om_context(home, tmp_path / "atlas", stdin=None)
+    assert "This project (atlas)" not in _om_context(home, tmp_path / "elsewhere", stdin=None)

@@ -1,0 +1,423 @@
+"""What memory offers a startup context: candidate entries from reflections and observations.
+
+Each candidate lands in one prepared section (``obsmem.context.startup``):
+
+- reflections.md: Core Identity, Preferences, Relationship and identity-like Key Facts are about
+  the user; a project's lines (Active Projects ``### name``, and Key Facts whose cited
+  observations come from one project) say what the project is, or are its decisions when the
+  cited observations are decisions (or the line reads as one);
+- observations.md: preferences, decisions, facts and lessons of a project, commitments and
+  tasks still open, and the important or latest work; each day's Current Context (active task,
+  suggested next step, open questions) becomes that project's "last time here".
+
+Windows are measured from each project's last activity, not from the wall clock: a project last
+touched in March still shows its last days of March. An open loop is a commitment or task with
+no later completion (a ✅, a milestone or a "completed" line) that shares most of its words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from obsmem.context.startup import ABOUT, ACTIVE, DECISIONS, LAST, LOOPS, PROJECT, RECENT
+from obsmem.context.startup import ContextEntry as Entry
+from obsmem.context.when import plan_in, without_meaning
+from obsmem.memory.model import Observation
+from obsmem.memory.observations import ObservationsDoc
+from obsmem.memory.sections import parse_sections
+from obsmem.reflect.facts import FactIndex
+
+__all__ = [
+    "Candidate",
+    "Completion",
+    "completions_in",
+    "content_words",
+    "distinct",
+    "drop_closed",
+    "from_observations",
+    "from_sections",
+    "since",
+]
+
+#: Days before a project's last activity that still count as its "last days".
+RECENT_DAYS = 3
+#: Days an important observation, or an open commitment, stays a candidate.
+WINDOW_DAYS = 14
+LOOP_DAYS = 30
+
+# The reflector's "(seen 2026-11-28; ^id1, ^id2)" tail and "(replacing ...)" note: provenance
+# for people, noise in a prompt.
+_CITATION = re.compile(r"\s*\((?:seen [^;)]*;\s*)?\^[0-9a-z]{6,16}(?:,\s*\^[0-9a-z]{6,16})*\)")
+_REPLACING = re.compile(r"\s*\(replacing [^)]*\)")
+_SEEN = re.compile(r"\(seen (\d{4}-\d{2}-\d{2})[;)]")
+_BLOCK_ID = re.compile(r"\s*\^[0-9a-z]{6,16}\s*$")
+_DECISION_CUE = re.compile(
+    r"\b(?:chose|chosen|decided|decision|going with|goes with|switched to|settled on|opted|"
+    r"picked|agreed|will use|instead of)\b",
+    re.IGNORECASE,
+)
+_DONE_CUE = re.compile(
+    r"\b(?:completed?|done|finished|shipped|merged|resolved|closed|delivered|fixed)\b",
+    re.IGNORECASE,
+)
+GENERAL = "general"  # the reflector's heading for lines without a project
+
+#: reflections.md sections (the original tool's names) -> (prepared section, importance, heading)
+_SECTIONS: dict[str, tuple[str, float, str]] = {
+    "core identity": (ABOUT, 0.9, "Identity"),
+    "preferences & opinions": (ABOUT, 0.8, "Preferences"),
+    "relationship & communication": (ABOUT, 0.7, "Working style"),
+    "key facts & context": (ABOUT, 0.65, "Key facts"),
+    "active projects": (PROJECT, 0.7, ""),
+    "recent themes": (RECENT, 0.5, ""),
+    # active.md's own headings (the original tool's), for the lines people write there
+    "current projects": (ACTIVE, 0.6, ""),
+    "open loops": (LOOPS, 0.6, ""),
+}
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+# Words that carry no content: two lines differing only in these say the same thing
+# ("Prefers small commits whose messages explain why" / "Small commits with messages that
+# explain why").
+_FILLER = frozenset(
+    "a an and are as at be been by for from has have i in into is it its me my of on or our "
+    "so than that the their them then these this those to was we were which who whose with "
+    "you your user users user's prefers prefer preferred likes like wants want always please "
+    "should would will shall must need needs going let let's lets us can could also just now "
+    "here there when about up before after asked ask remember todo".split()
+)
+
+
+@dataclass
+class Candidate:
+    """A prepared entry with what preparing it needs to know: its profile heading, and whether
+    it came from a hand-written part of profile.md / active.md."""
+
+    entry: Entry
+    heading: str = ""
+    hand: bool = False
+    moment: tuple[str, str, int] | None = None  # when an observed loop was said
+
+
+def _stem(word: str) -> str:
+    """A crude stem (plural ``s``, ``ing``, ``ed``): enough for "fixing" and "fixed" or "tests"
+    and "test" to meet; both sides of every comparison go through it."""
+    if len(word) > 5 and word.endswith(("ing", "ied")):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed"):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` that carry content, case-folded and without plural ``s``."""
+    return [_stem(w) for w in _TOKEN.findall(text.casefold()) if w not in _FILLER]
+
+
+def _clean(text: str) -> str:
+    text = _REPLACING.sub("", _CITATION.sub("", text))
+    return _BLOCK_ID.sub("", text.lstrip("🔴🟡🟢✅\ufe0f ")).strip()
+
+
+def _majority(ids: Iterable[str], projects: Mapping[str, str | None]) -> str | None:
+    counts: dict[str, int] = {}
+    for obs_id in ids:
+        name = projects.get(obs_id)
+        if name:
+            counts[name] = counts.get(name, 0) + 1
+    return max(counts, key=counts.__getitem__) if counts else None
+
+
+def from_sections(
+    data: bytes,
+    kind: str,
+    default: tuple[str, float, str],
+    projects: Mapping[str, str | None],
+    types: Mapping[str, str | None],
+) -> list[Candidate]:
+    """Candidates from a sectioned file (reflections.md, or the hand part of profile/active).
+
+    ``projects`` and ``types`` map observation ids to their project and type, so that a line
+    citing observations takes their project and, when they are decisions, becomes one. A line
+    of active.md that starts with a known project's name ("Atlas: ...") is that project's.
+    """
+    known = {p.casefold(): p for p in projects.values() if p}
+    out: list[Candidate] = []
+    for entry in parse_sections(data, kind=kind).entries:
+        top, _, sub = entry.section.partition(" / ")
+        name = top.strip().lower()
+        if name in ("archive", "dormant"):
+            continue  # what the reflector set aside is not worth a session's attention
+        section, importance, heading = _SECTIONS.get(name, default)
+        text = _clean(entry.text)
+        if not text or text.startswith("<!--"):
+            continue
+        project = sub.strip() if section == PROJECT and sub.strip() else None
+        if project and project.lower() == GENERAL:
+            project = None
+        project = project or _majority(entry.cites, projects)
+        if project is None and section in (ACTIVE, LOOPS):
+            head = text.partition(":")[0].strip().casefold()
+            project = known.get(head) if head != text.casefold() else None
+        cited = {types.get(c) for c in entry.cites} - {None}
+        if section == ABOUT and heading == "Key facts" and project:
+            section = PROJECT  # a fact about one project, not about the user
+        if section in (PROJECT, RECENT) and (
+            "decision" in cited or (not cited and _DECISION_CUE.search(text))
+        ):
+            section = DECISIONS
+        elif section == PROJECT and cited == {"milestone"}:
+            section = RECENT
+        elif section == PROJECT and cited and cited <= {"commitment", "task"}:
+            section = LOOPS
+        # When the line was last confirmed: its "(seen D)" (the first date of a line may be one
+        # its text names).
+        seen = _SEEN.search(entry.text)
+        said = seen.group(1) if seen else None
+        out.append(
+            Candidate(
+                Entry(
+                    section,
+                    text,
+                    entry.importance or importance,
+                    said or entry.date,
+                    project,
+                    entry.id,
+                    kind=next(iter(cited)) if len(cited) == 1 else None,
+                    planned=plan_in(text, said) if section != ABOUT else None,
+                    seen=max(len(entry.cites), 1),
+                ),
+                heading or top.strip(),
+                hand=kind != "reflections",
+            )
+        )
+    return out
+
+
+def _anchors(
+    observations: list[Observation], projects: Mapping[str, str | None]
+) -> dict[str | None, str]:
+    """Each project's last day of activity (None: the whole memory's)."""
+    out: dict[str | None, str] = {}
+    for obs in observations:
+        for key in (projects.get(obs.id), None):
+            if obs.date > out.get(key, ""):
+                out[key] = obs.date
+    return out
+
+
+def since(anchor: str, days: int) -> str:
+    """The ISO day ``days`` before ``anchor`` ("" when ``anchor`` is not a date)."""
+    try:
+        return (date.fromisoformat(anchor) - timedelta(days=days)).isoformat()
+    except ValueError:
+        return ""
+
+
+def _moment(obs: Observation) -> tuple[str, str, int]:
+    return (obs.date, obs.time or "", obs.line or 0)
+
+
+def _is_done(obs: Observation) -> bool:
+    return obs.completed or obs.type == "milestone" or bool(_DONE_CUE.search(obs.text))
+
+
+def _closes(shared: int, loop: frozenset[str]) -> bool:
+    """A completion sharing ``shared`` of the loop's words closes it: half of them or three, and
+    two at least (one for a loop of one word)."""
+    return shared >= min(2, len(loop)) and (2 * shared >= len(loop) or shared >= 3)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A line saying something was done: when, which project, its content words."""
+
+    moment: tuple[str, str, int]
+    project: str | None
+    words: frozenset[str]
+
+
+def completions_in(
+    observations: list[Observation], projects: Mapping[str, str | None]
+) -> list[Completion]:
+    """The observations that say something was done (✅, a milestone, "completed", "fixed")."""
+    return [
+        Completion(_moment(o), projects.get(o.id), frozenset(content_words(o.text)))
+        for o in observations
+        if _is_done(o)
+    ]
+
+
+def drop_closed(candidates: list[Candidate], completions: list[Completion]) -> list[Candidate]:
+    """``candidates`` without the open loops that a later completion of the same project closes
+    (lines written by hand stay: closing them is the user's call)."""
+    postings: dict[str, list[int]] = {}
+    for index, done in enumerate(completions):
+        for word in done.words:
+            postings.setdefault(word, []).append(index)
+    out = []
+    for candidate in candidates:
+        entry = candidate.entry
+        if entry.section != LOOPS or candidate.hand:
+            out.append(candidate)
+            continue
+        words = frozenset(content_words(without_meaning(entry.text)))
+        when = candidate.moment or ((entry.date or "")[:10], "", 0)
+        shared: dict[int, int] = {}
+        for word in words:
+            for index in postings.get(word, ()):
+                shared[index] = shared.get(index, 0) + 1
+        if not any(
+            _closes(count, words)
+            and completions[index].moment > when
+            and _related(entry.project, completions[index].project)
+            for index, count in shared.items()
+        ):
+            out.append(candidate)
+    return out
+
+
+def _related(a: str | None, b: str | None) -> bool:
+    return not a or not b or a.casefold() == b.casefold()
+
+
+def _observed(obs: Observation, section: str, project: str | None) -> Entry:
+    planned = obs.referenced_date or plan_in(obs.text, obs.date)
+    if planned is not None and planned <= obs.date:
+        planned = None  # a date in the past when it was said is not a plan
+    return Entry(
+        section, obs.text, obs.importance, obs.date, project, obs.id, True, obs.type, planned
+    )
+
+
+def from_observations(
+    doc: ObservationsDoc, projects: Mapping[str, str | None], today: date
+) -> list[Candidate]:
+    """Candidates from observations.md: its observations and each day's Current Context.
+
+    Open loops are every commitment and task not marked done; ``drop_closed`` then removes the
+    ones a later completion closes."""
+    observations = [o for o in doc.observations if o.date <= today.isoformat()]
+    anchors = _anchors(observations, projects)
+    out: list[Candidate] = []
+    for obs in observations:
+        project = projects.get(obs.id)
+        anchor = anchors.get(project) or anchors.get(None, today.isoformat())
+        recent = obs.date >= since(anchor, RECENT_DAYS)
+        windowed = obs.date >= since(anchor, WINDOW_DAYS)
+        section: str | None = None
+        if obs.type == "preference" and obs.importance >= 0.6:
+            section = ABOUT
+        elif obs.importance >= 0.5 and (
+            obs.type == "decision" or (obs.type is None and _DECISION_CUE.search(obs.text))
+        ):
+            section = DECISIONS
+        elif obs.type in ("fact", "project", "lesson") and obs.importance >= 0.5 and project:
+            section = PROJECT
+        elif obs.type in ("commitment", "task") and not obs.completed:
+            if obs.importance >= 0.4 and obs.date >= since(anchor, LOOP_DAYS):
+                entry = _observed(obs, LOOPS, project)
+                out.append(Candidate(entry, moment=_moment(obs)))
+            continue
+        elif (obs.importance >= 0.8 and windowed) or (recent and obs.importance >= 0.4):
+            section = RECENT
+        if section is not None:
+            heading = "Preferences" if section == ABOUT else ""
+            out.append(Candidate(_observed(obs, section, project), heading))
+    out += _last_times(doc, projects, {p for p in anchors if p})
+    return out
+
+
+#: Current Context keys shown as "last time here", in the order shown.
+_LAST_KEYS = ("Active task", "Suggested next", "Open questions")
+
+
+def _last_times(
+    doc: ObservationsDoc, projects: Mapping[str, str | None], known: set[str]
+) -> list[Candidate]:
+    """Each project's latest Current Context block (days are newest last in the file)."""
+    out: list[Candidate] = []
+    done: set[str | None] = set()
+    for day in reversed(doc.days):
+        pairs = {k: v for k, v in day.context.items() if k in _LAST_KEYS and v.strip()}
+        if not pairs:
+            continue
+        project = _day_project(day.observations, day.context, projects, known)
+        if project in done:
+            continue
+        done.add(project)
+        for rank, key in enumerate(_LAST_KEYS):
+            if key in pairs:
+                entry = Entry(LAST, f"{key}: {pairs[key]}", 0.9 - 0.05 * rank, day.date, project)
+                out.append(Candidate(entry))
+    return out
+
+
+def _day_project(
+    observations: list[Observation],
+    context: Mapping[str, str],
+    projects: Mapping[str, str | None],
+    known: set[str],
+) -> str | None:
+    """Whose work a day's Current Context describes: the project of the day's latest observation
+    (the block describes the latest state), else the one project its text names."""
+    for obs in sorted(observations, key=_moment, reverse=True):
+        if projects.get(obs.id):
+            return projects[obs.id]
+    words = set(_TOKEN.findall(" ".join(context.values()).casefold()))
+    named = [p for p in known if p.casefold() in words]
+    return named[0] if len(named) == 1 else None
+
+
+def _key(candidate: Candidate) -> str:
+    text = without_meaning(candidate.entry.text)
+    return " ".join(content_words(text)) or text.casefold()
+
+
+def _same_loop(
+    words: frozenset[str], project: str | None, kept: list[tuple[frozenset[str], str | None]]
+) -> bool:
+    """True when an open loop is one already kept in other words ("Write the migration guide",
+    "I'll write the migration guide myself this week"): three shared words at least, and most
+    of the shorter one's, in the same project."""
+    for other, where in kept:
+        if project and where and project.casefold() != where.casefold():
+            continue
+        shared = len(words & other)
+        if shared >= 3 and shared >= 0.6 * min(len(words), len(other)):
+            return True
+    return False
+
+
+def distinct(candidates: list[Candidate], rank: Mapping[int, float]) -> list[Candidate]:
+    """``candidates`` without lines that say the same thing (the observer's rules: equal,
+    contained, or word-bigram Jaccard of 0.8 or more, on the content words; open loops also when
+    they share most words): the best-ranked copy of each is kept (``rank`` by index),
+    hand-written lines first; the order is kept."""
+    index: FactIndex[int] = FactIndex()
+    loops: list[tuple[frozenset[str], str | None]] = []
+    keep: set[int] = set()
+    order = sorted(
+        range(len(candidates)), key=lambda i: (not candidates[i].hand, -rank.get(i, 0.0))
+    )
+    for i in order:
+        entry = candidates[i].entry
+        if entry.section == LAST:
+            keep.add(i)  # a project's last state stands on its own, even if it repeats a loop
+            continue
+        key = _key(candidates[i])
+        if index.matches(key):
+            continue
+        if entry.section == LOOPS:
+            words = frozenset(key.split())
+            if _same_loop(words, entry.project, loops):
+                continue
+            loops.append((words, entry.project))
+        index.add(i, key)
+        keep.add(i)
+    return [c for i, c in enumerate(candidates) if i in keep]
