@@ -19,13 +19,18 @@
 
 The memory directory defaults to the original ``observational-memory`` tool's place, so its users
 keep their memory. Functions read the environment on every call (tests and the demo change it).
+``pathlib`` is imported on first use only: ``om context``, run at every session start, reads its
+one file through ``context_file`` and never pays for it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from pathlib import Path
+
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
 
 __all__ = [
     "ACTIVE_FILE",
@@ -37,6 +42,7 @@ __all__ = [
     "agent_home",
     "backups_dir",
     "config_dir",
+    "context_file",
     "context_path",
     "env_file",
     "index_path",
@@ -66,17 +72,34 @@ def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
     return os.environ if environ is None else environ
 
 
+def _path(value: str) -> Path:
+    from pathlib import Path
+
+    return Path(value)
+
+
+def _expanded(value: str) -> str:
+    return os.path.expanduser(os.path.expandvars(value))
+
+
 def _expand(value: str) -> Path:
-    return Path(os.path.expandvars(value)).expanduser()
+    return _path(_expanded(value))
+
+
+def _home(*parts: str) -> str:
+    return os.path.join(os.path.expanduser("~"), *parts)
+
+
+def _memory_dir(env: Mapping[str, str]) -> str:
+    if env.get("OM_HOME"):
+        return _expanded(env["OM_HOME"])
+    base = env.get("XDG_DATA_HOME") or _home(".local", "share")
+    return os.path.join(_expanded(base), APP_DIR_NAME)
 
 
 def memory_dir(environ: Mapping[str, str] | None = None) -> Path:
     """The memory directory: ``OM_HOME``, else the XDG data home's ``observational-memory``."""
-    env = _env(environ)
-    if env.get("OM_HOME"):
-        return _expand(env["OM_HOME"])
-    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return _expand(base) / APP_DIR_NAME
+    return _path(_memory_dir(_env(environ)))
 
 
 def config_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -84,7 +107,7 @@ def config_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = _env(environ)
     if env.get("OM_CONFIG_DIR"):
         return _expand(env["OM_CONFIG_DIR"])
-    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    base = env.get("XDG_CONFIG_HOME") or _home(".config")
     return _expand(base) / APP_DIR_NAME
 
 
@@ -96,12 +119,15 @@ def env_file(environ: Mapping[str, str] | None = None) -> Path:
     return config_dir(env) / "env"
 
 
+def _state_dir(env: Mapping[str, str]) -> str:
+    if env.get("OM_STATE_DIR"):
+        return _expanded(env["OM_STATE_DIR"])
+    return os.path.join(_memory_dir(env), ".om")
+
+
 def state_dir(environ: Mapping[str, str] | None = None) -> Path:
     """Machine state that is not memory (cursors, provenance ledger, usage, index)."""
-    env = _env(environ)
-    if env.get("OM_STATE_DIR"):
-        return _expand(env["OM_STATE_DIR"])
-    return memory_dir(env) / ".om"
+    return _path(_state_dir(_env(environ)))
 
 
 def index_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -122,9 +148,14 @@ def lock_path(environ: Mapping[str, str] | None = None) -> Path:
     return state_dir(environ) / "memory.lock"
 
 
+def context_file(environ: Mapping[str, str] | None = None) -> str:
+    """``context_path`` as a string, found without importing ``pathlib`` (the hot path's)."""
+    return os.path.join(_state_dir(_env(environ)), "context.json")
+
+
 def context_path(environ: Mapping[str, str] | None = None) -> Path:
     """The prepared startup context (``om context`` reads only this file)."""
-    return state_dir(environ) / "context.json"
+    return _path(context_file(environ))
 
 
 def usage_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -189,4 +220,4 @@ def agent_home(agent: str, environ: Mapping[str, str] | None = None) -> Path:
     variable, default = AGENT_HOMES[agent]
     if env.get(variable):
         return _expand(env[variable])
-    return Path.home() / default
+    return _path(_home(default))

@@ -41,6 +41,9 @@ OTHER = "06tc1x0j9d"  # another observation, which must stay
 def observed(tmp_path: Path) -> tuple[MemoryStore, dict[str, str]]:
     run = prepare(tmp_path / "mem")
     run.store.observations_path.unlink()  # only what the transcripts give, with provenance
+    # The sample's hand-written loop says what the target says: the startup context would show
+    # that line instead of the target's.
+    (run.store.home / "active.md").unlink()
     environ = {**run.environ, "OM_LLM_PROVIDER": "none"}
     settings = load_settings(environ)
     run_observe(run.store, settings, environ=run.environ, flush=True, provider=None)

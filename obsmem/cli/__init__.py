@@ -8,7 +8,10 @@ first use.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["cli", "main"]
 

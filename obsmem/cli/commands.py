@@ -147,7 +147,8 @@ def search(
     "--cwd",
     type=click.Path(file_okay=False),
     default=None,
-    help="The session's working directory (default: the current one).",
+    help="The session's working directory (default: the hook payload's cwd on stdin, else the "
+    "current directory).",
 )
 @click.option(
     "--budget",
@@ -162,9 +163,9 @@ def context(agent: str, cwd: str | None, budget: int) -> None:
     Chooses what fits the budget by importance, recency and relevance to the project of --cwd,
     from files prepared after each observe and reflect; ends with how to search for more.
     """
-    from obsmem.context.startup import run_context
+    from obsmem.context.startup import run_context, stdin_cwd
 
-    click.echo(run_context(agent, cwd=cwd, budget=budget))
+    click.echo(run_context(agent, cwd=cwd or stdin_cwd(), budget=budget))
 
 
 @cli.command()

@@ -50,11 +50,14 @@ __all__ = ["BEGIN", "END", "PreparedContext", "prepare_context", "replace_block"
 
 BEGIN = "<!-- om:begin generated: om rewrites what is between these markers; edit elsewhere -->"
 END = "<!-- om:end generated -->"
-#: context.json keeps this many of the best lines per section and project ...
-PER_GROUP = 40
-PER_GROUP_ABOUT = 80
+#: context.json keeps this many of the best lines per section and project (a default budget's
+#: worth for one project), fewer for projects beyond the few worked on lately ...
+PER_GROUP = 15
+PER_GROUP_QUIET = 5
+PER_GROUP_ABOUT = 40
+BUSY_PROJECTS = 5
 #: ... and this many in all, so ``om context`` reads a small file whatever the memory's size.
-MAX_ENTRIES = 3000
+MAX_ENTRIES = 1000
 #: Projects listed in active.md's Current Projects.
 MAX_PROJECTS = 10
 _PROFILE_HEADINGS = ("Identity", "Preferences", "Working style", "Key facts")
@@ -127,14 +130,26 @@ def _group(entry: ContextEntry) -> tuple[str, str]:
 
 
 def _capped(candidates: list[Candidate], rank: Mapping[int, float]) -> list[Candidate]:
-    """The best lines of each section and project (and no more than ``MAX_ENTRIES``)."""
+    """The best lines of each section and project, fewer for projects not touched lately (and
+    no more than ``MAX_ENTRIES``), so ``om context`` reads a small file at any memory size."""
+    last: dict[str, str] = {}
+    for candidate in candidates:
+        project, day = _group(candidate.entry)[1], candidate.entry.date or ""
+        if project and day > last.get(project, ""):
+            last[project] = day
+    lately = set(sorted(last, key=lambda p: (last[p], p), reverse=True)[:BUSY_PROJECTS])
     order = sorted(range(len(candidates)), key=lambda i: -rank[i])
     counts: dict[tuple[str, str], int] = {}
     keep: set[int] = set()
     for i in order:
         entry = candidates[i].entry
         group = _group(entry)
-        limit = PER_GROUP_ABOUT if entry.section == ABOUT else PER_GROUP
+        if entry.section == ABOUT:
+            limit = PER_GROUP_ABOUT
+        elif not group[1] or group[1] in lately:
+            limit = PER_GROUP
+        else:
+            limit = PER_GROUP_QUIET
         if counts.get(group, 0) >= limit or len(keep) >= MAX_ENTRIES:
             continue
         counts[group] = counts.get(group, 0) + 1
@@ -277,11 +292,13 @@ def prepare_context(
         payload = {
             "version": 2,
             "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "entries": [e.as_dict() for e in entries],
+            "entries": [_compact(e) for e in entries],
         }
         # Bytes that were not UTF-8 in a memory file (kept there as they are) become U+FFFD here:
         # the context is printed into an agent's session and must be clean text.
-        encoded = json.dumps(payload, ensure_ascii=False, indent=0).encode("utf-8", "replace")
+        encoded = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "replace"
+        )
         old = store.read_bytes(store.context_path)
         if _without_stamp(old) != _without_stamp(encoded):
             atomic_write(store.context_path, encoded)
@@ -293,6 +310,19 @@ def prepare_context(
 def _project_anchors(kept: list[Candidate], today: date) -> dict[str | None, str]:
     """Each project's last day, from what was observed (reflections' "seen" dates excluded)."""
     return _anchors((c.entry for c in kept if c.entry.observed or c.entry.section == LAST), today)
+
+
+_DEFAULTS = ContextEntry("", "").as_dict()
+
+
+_ALWAYS = ("section", "text", "importance", "date", "project", "id")
+
+
+def _compact(entry: ContextEntry) -> dict[str, object]:
+    """The entry as context.json keeps it: the first format's fields always, the others only
+    when they differ from their defaults (a smaller file for every session start to read)."""
+    data = entry.as_dict()
+    return {k: v for k, v in data.items() if k in _ALWAYS or v != _DEFAULTS[k]}
 
 
 def _without_stamp(data: bytes) -> object:

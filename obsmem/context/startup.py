@@ -1,7 +1,8 @@
 """``om context``: the hot path of every session start. Read prepared data, choose, print.
 
 Imports only the standard library and ``obsmem.paths``: no click, no LLM SDK, no numpy, no
-parser, not even ``dataclasses`` or ``typing`` (each costs milliseconds a session start pays).
+parser, not even ``dataclasses``, ``typing``, ``datetime`` or ``pathlib`` (each costs
+milliseconds that every session start would pay).
 The prepared ``context.json`` (written by ``obsmem.context.prepare``) holds entries with their
 section, importance, date and project; this module picks what fits the budget by importance,
 recency and relevance to the project of the working directory, and renders it the way a
@@ -15,14 +16,14 @@ from __future__ import annotations
 import json
 import math
 import os
-from datetime import date
-from pathlib import Path
 
-from obsmem.context.when import ago, with_plan
+from obsmem.context.when import ago, ordinal, today_ordinal, with_plan
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from datetime import date
+    from pathlib import Path
     from typing import IO, Any
 
 __all__ = [
@@ -71,6 +72,8 @@ FOOTER = (
     '`om search "<words>"` in a shell (add `--json` for ids, files and sources), or call the '
     "`search` tool of the `om` MCP server when it is available."
 )
+#: Most lines about other projects in the context of a project memory knows.
+OTHER_LINES = 12
 #: How long ``om context`` waits for a hook's JSON on a standard input that is not a terminal.
 STDIN_WAIT = 0.3
 _MAX_PAYLOAD = 1 << 20
@@ -154,10 +157,11 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def load_entries(path: Path) -> tuple[list[ContextEntry], str | None]:
+def load_entries(path: str | Path) -> tuple[list[ContextEntry], str | None]:
     """The prepared entries and when they were prepared; ([], None) when there is no file yet."""
     try:
-        data = json.loads(path.read_bytes())
+        with open(path, "rb") as file:
+            data = json.loads(file.read())
     except (OSError, ValueError):
         return [], None
     if not isinstance(data, dict):
@@ -190,19 +194,25 @@ def load_entries(path: Path) -> tuple[list[ContextEntry], str | None]:
 
 
 def project_for(cwd: str | None) -> str | None:
-    """The project name of a working directory: its git repository's folder, else its own name."""
+    """The project name of a working directory: its git repository's folder, else its own name.
+
+    (``os.path`` rather than ``pathlib``: its import alone would cost every session start.)"""
     if not cwd:
         return None
-    path = Path(cwd)
+    start = os.path.normpath(cwd)
+    home = os.path.expanduser("~")
+    current = start
     try:
-        for candidate in (path, *path.parents):
-            if (candidate / ".git").exists():
-                return candidate.name or None
-            if str(candidate) == os.path.expanduser("~"):
+        while True:
+            if os.path.exists(os.path.join(current, ".git")):
+                return os.path.basename(current) or None
+            parent = os.path.dirname(current)
+            if current == home or parent == current:
                 break
-    except OSError:
+            current = parent
+    except (OSError, ValueError):
         pass
-    return path.name or None
+    return os.path.basename(start) or None
 
 
 def stdin_cwd(stream: IO[Any] | None = None, wait: float = STDIN_WAIT) -> str | None:
@@ -259,38 +269,50 @@ def _same(a: str | None, b: str | None) -> bool:
     return bool(a and b and a.casefold() == b.casefold())
 
 
+def _key(project: str | None) -> str:
+    return _KEYS.get(project) or _KEYS.setdefault(project, project.casefold()) if project else ""
+
+
+_KEYS: dict[str, str] = {}
+
+
 class _Plan:
     """How one context is laid out: the project, today, the memory's own last day."""
 
-    def __init__(self, entries: list[ContextEntry], project: str | None, today: date) -> None:
+    def __init__(self, entries: list[ContextEntry], project: str | None, today: int) -> None:
         self.project = project
         self.today = today
-        dates = [e.date[:10] for e in entries if e.date and e.date[:10] <= today.isoformat()]
+        days = [d for d in (ordinal(e.date) for e in entries) if d is not None and d <= today]
         # Recency runs from the memory's last activity, so months-old history ranks as it did.
-        try:
-            self.anchor = date.fromisoformat(max(dates)) if dates else today
-        except ValueError:
-            self.anchor = today
+        self.anchor = max(days, default=today)
         known = {e.project.casefold() for e in entries if e.project}
-        last = [e for e in entries if e.section == LAST and e.project]
+        self.key = _key(project)
+        # A project memory knows: its lines first, other projects' only a few.
+        self.focused = bool(project) and self.key in known
+        last = [e for e in entries if e.section == LAST]
         mine = [e for e in last if _same(e.project, project)]
-        if mine or (project and project.casefold() in known):
-            self.last_project = project if mine else None
-        else:  # a directory memory knows nothing of: where the user stopped last, anywhere
-            latest = max(last, key=lambda e: e.date or "", default=None)
-            self.last_project = latest.project if latest else None
-        self.last_date = max(
-            (e.date or "" for e in last if _same(e.project, self.last_project)), default=""
-        )
+        self.last_key: str | None = None  # whose last session this context shows
+        if mine:
+            self.last_key = _key(project)
+        elif not (project and project.casefold() in known) and last:
+            # A directory memory knows nothing of: where the user stopped last, anywhere.
+            self.last_key = _key(max(last, key=lambda e: e.date or "").project)
+        shown = [e for e in last if _key(e.project) == self.last_key]
+        self.last_project = shown[0].project if shown else None
+        self.last_date = max((e.date or "" for e in shown), default="")
 
     def ours(self, entry: ContextEntry) -> bool:
-        return _same(entry.project, self.project)
+        return entry.project is not None and bool(self.key) and _key(entry.project) == self.key
+
+    def other(self, entry: ContextEntry) -> bool:
+        """True for a line about another project than this directory's (a known one)."""
+        return self.focused and bool(entry.project) and not self.ours(entry)
 
     def section(self, entry: ContextEntry) -> str | None:
         """The rendered section of ``entry``; None when it does not belong in this context."""
         kind = entry.section
         if kind == LAST:
-            return LAST if _same(entry.project, self.last_project) else None
+            return LAST if _key(entry.project) == self.last_key else None
         if kind in (PROJECT, ACTIVE, "This project") or (kind == DECISIONS and entry.project):
             if self.project and self.ours(entry):
                 return "This project" if kind != DECISIONS else DECISIONS
@@ -301,13 +323,10 @@ class _Plan:
 
     def score(self, entry: ContextEntry) -> float:
         score = entry.importance + 0.05 * min(entry.seen - 1, 4)
-        if entry.date:
-            try:
-                age = (self.anchor - date.fromisoformat(entry.date[:10])).days
-            except ValueError:
-                age = 30
-            score += 0.4 * math.exp(-max(age, 0) / 7)  # the last week's work matters most
-        if self.project and (self.ours(entry) or self.project.casefold() in entry.text.casefold()):
+        day = ordinal(entry.date)
+        if day is not None:
+            score += 0.4 * math.exp(-max(self.anchor - day, 0) / 7)  # last week's work first
+        if self.key and (self.ours(entry) or self.key in entry.text.casefold()):
             score += 0.6
         if entry.section == LAST:
             score += 1.0  # where the last session stopped is what a returning user needs
@@ -316,7 +335,7 @@ class _Plan:
         return score
 
     def line(self, entry: ContextEntry, section: str) -> str:
-        text = with_plan(entry.text, entry.planned, self.today)
+        text = with_plan(entry.text, entry.planned, self.today) if entry.planned else entry.text
         if section in _DATED and entry.observed and entry.date:
             text = f"{ago(entry.date, self.today)}: {text}"
         if entry.project and not self.ours(entry) and section != LAST:
@@ -331,8 +350,9 @@ class _Plan:
         if section == LAST:
             when = f"{self.last_date}, {ago(self.last_date, self.today)}" if self.last_date else ""
             if not _same(self.last_project, self.project):
-                when = f"{self.last_project}, {when}" if when else str(self.last_project)
-                return f"Last session ({when})"
+                if self.last_project:
+                    when = f"{self.last_project}, {when}" if when else self.last_project
+                return f"Last session ({when})" if when else "Last session"
             return f"{LAST} ({when})" if when else LAST
         return section
 
@@ -346,15 +366,25 @@ def build_context(
 ) -> str:
     """Markdown that fits ``budget`` tokens: the best entries by importance, recency and relevance
     to ``project``, grouped by section, ending with how to search for more."""
-    plan = _Plan(entries, project, today or date.today())
+    plan = _Plan(entries, project, today_ordinal(today))
     header = "# What om remembers\n"
     used = _tokens(header) + _tokens(FOOTER) + 10
     groups: dict[str, list[str]] = {}
     seen: set[str] = set()
+    others = 0
     for entry in sorted(entries, key=plan.score, reverse=True):
+        if budget - used < 4:
+            break  # not even the shortest line fits any more
+        if used + len(entry.text) // CHARS_PER_TOKEN + 2 > budget:
+            continue  # too long for what is left, whatever its section and label
         section = plan.section(entry)
+        if section is None:
+            continue
+        other = plan.other(entry)
+        if other and others >= OTHER_LINES:
+            continue
         key = " ".join(entry.text.casefold().split())
-        if section is None or key in seen:
+        if key in seen:
             continue
         line = plan.line(entry, section)
         cost = _tokens(line) + 1
@@ -365,6 +395,7 @@ def build_context(
         seen.add(key)
         groups.setdefault(section, []).append(line)
         used += cost
+        others += other
     parts = [header]
     order = [s for s in SECTION_ORDER if s in groups] + [
         s for s in groups if s not in SECTION_ORDER
@@ -409,9 +440,9 @@ def run_context(
     """
     from obsmem import paths
 
-    path = paths.context_path(environ)
+    path = paths.context_file(environ)
     entries, _ = load_entries(path)
-    if not entries and not path.exists() and paths.memory_dir(environ).is_dir():
+    if not entries and not os.path.exists(path) and paths.memory_dir(environ).is_dir():
         from obsmem.context.prepare import prepare_context
         from obsmem.memory.store import MemoryStore
 

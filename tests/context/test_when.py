@@ -5,8 +5,18 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from obsmem.context.when import ago, plan_in, planned, with_plan, without_meaning
+from obsmem.context.when import (
+    ago,
+    ordinal,
+    plan_in,
+    planned,
+    today_ordinal,
+    with_plan,
+    without_meaning,
+)
 
 TODAY = date(2026, 12, 1)
 
@@ -61,3 +71,15 @@ def test_plan_in_takes_the_meaning_note_or_a_later_date() -> None:
     assert plan_in("Incident of 2026-11-01 reviewed", "2026-11-28") is None
     assert plan_in("Nothing dated", "2026-11-28") is None
     assert without_meaning("Ship it (meaning 2026-03-02)") == "Ship it"
+
+
+@settings(max_examples=300, deadline=None)
+@given(day=st.dates())
+def test_ordinal_counts_days_as_date_does(day: date) -> None:
+    assert ordinal(day.isoformat()) == day.toordinal()
+    assert today_ordinal(day) == day.toordinal()
+
+
+@pytest.mark.parametrize("text", ["2026-02-29", "2026-13-01", "2026-04-31", "20261201", "x" * 10])
+def test_ordinal_refuses_what_is_not_a_date(text: str) -> None:
+    assert ordinal(text) is None
