@@ -256,8 +256,12 @@ def completions_in(
 def drop_closed(candidates: list[Candidate], completions: list[Completion]) -> list[Candidate]:
     """``candidates`` without the open loops that a later completion of the same project closes
     (lines written by hand stay: closing them is the user's call)."""
+    loops = [c for c in candidates if c.entry.section == LOOPS and not c.hand]
+    first = min((_said(c) for c in loops), default=None)
     postings: dict[str, list[int]] = {}
     for index, done in enumerate(completions):
+        if first is None or done.moment <= first:
+            continue  # done before any loop was opened: it closes none
         for word in done.words:
             postings.setdefault(word, []).append(index)
     out = []
@@ -267,7 +271,7 @@ def drop_closed(candidates: list[Candidate], completions: list[Completion]) -> l
             out.append(candidate)
             continue
         words = frozenset(content_words(without_meaning(entry.text)))
-        when = candidate.moment or ((entry.date or "")[:10], "", 0)
+        when = _said(candidate)
         shared: dict[int, int] = {}
         for word in words:
             for index in postings.get(word, ()):
@@ -280,6 +284,10 @@ def drop_closed(candidates: list[Candidate], completions: list[Completion]) -> l
         ):
             out.append(candidate)
     return out
+
+
+def _said(candidate: Candidate) -> tuple[str, str, int]:
+    return candidate.moment or ((candidate.entry.date or "")[:10], "", 0)
 
 
 def _related(a: str | None, b: str | None) -> bool:

@@ -129,9 +129,12 @@ def _group(entry: ContextEntry) -> tuple[str, str]:
     return entry.section, (entry.project or "").casefold()
 
 
-def _capped(candidates: list[Candidate], rank: Mapping[int, float]) -> list[Candidate]:
+def _capped(
+    candidates: list[Candidate], rank: Mapping[int, float], factor: int = 1
+) -> list[Candidate]:
     """The best lines of each section and project, fewer for projects not touched lately (and
-    no more than ``MAX_ENTRIES``), so ``om context`` reads a small file at any memory size."""
+    no more than ``MAX_ENTRIES``), so ``om context`` reads a small file at any memory size;
+    ``factor`` times as many for a first cut (before de-duplication drops some)."""
     last: dict[str, str] = {}
     for candidate in candidates:
         project, day = _group(candidate.entry)[1], candidate.entry.date or ""
@@ -150,7 +153,7 @@ def _capped(candidates: list[Candidate], rank: Mapping[int, float]) -> list[Cand
             limit = PER_GROUP
         else:
             limit = PER_GROUP_QUIET
-        if counts.get(group, 0) >= limit or len(keep) >= MAX_ENTRIES:
+        if counts.get(group, 0) >= limit * factor or len(keep) >= MAX_ENTRIES * factor:
             continue
         counts[group] = counts.get(group, 0) + 1
         keep.add(i)
@@ -260,8 +263,11 @@ def prepare_context(
         candidates += from_observations(doc, projects, today)
         candidates = drop_closed(candidates, completions_in(doc.observations, projects))
         anchors = _anchors((c.entry for c in candidates), today)
+        # A first cut keeps de-duplication's work bounded however many lines memory holds.
         rank = {i: _rank(c.entry, anchors) for i, c in enumerate(candidates)}
-        kept = distinct(candidates, rank)
+        kept = _capped(candidates, rank, factor=3)
+        rank = {i: _rank(c.entry, anchors) for i, c in enumerate(kept)}
+        kept = distinct(kept, rank)
         rank = {i: _rank(c.entry, anchors) for i, c in enumerate(kept)}
         kept = _capped(kept, rank)
         best = sorted(kept, key=lambda c: -_rank(c.entry, anchors))
