@@ -7,8 +7,6 @@ hot path such as ``om context`` (run at every session start) imports only what i
 
 from __future__ import annotations
 
-import importlib
-
 # Not ``typing.TYPE_CHECKING``: importing typing costs every ``om context`` (each session start)
 # a few milliseconds, and type checkers treat this name the same way.
 TYPE_CHECKING = False
@@ -88,6 +86,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'obsmem' has no attribute {name!r}")
+    import importlib  # here, not above: om context never needs it
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -7,8 +7,6 @@ first use.
 
 from __future__ import annotations
 
-import importlib
-
 TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
     from typing import Any
@@ -21,6 +19,8 @@ COMMAND_MODULES = ("commands", "observe", "reflect", "recall", "install", "forge
 
 def load() -> Any:
     """The click group with every subcommand registered."""
+    import importlib
+
     from obsmem.cli.main import cli
 
     for name in COMMAND_MODULES:
