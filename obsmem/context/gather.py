@@ -402,6 +402,14 @@ def _same_loop(
     return False
 
 
+def _repeats(entry: Entry, kept: Entry) -> bool:
+    """Whether ``entry`` may go for ``kept``, which says the same: a project's last state only
+    stands for lines of that project (it is shown in no other project's context)."""
+    if kept.section != LAST:
+        return True
+    return (entry.project or "").casefold() == (kept.project or "").casefold()
+
+
 def distinct(candidates: list[Candidate], rank: Mapping[int, float]) -> list[Candidate]:
     """``candidates`` without lines that say the same thing (the observer's rules: equal,
     contained, or word-bigram Jaccard of 0.8 or more, on the content words; open loops also when
@@ -410,16 +418,24 @@ def distinct(candidates: list[Candidate], rank: Mapping[int, float]) -> list[Can
     index: FactIndex[int] = FactIndex()
     loops: list[tuple[frozenset[str], str | None]] = []
     keep: set[int] = set()
+    # A project's last state comes first and always stays: a loop or a line that only repeats
+    # its active task goes instead.
     order = sorted(
-        range(len(candidates)), key=lambda i: (not candidates[i].hand, -rank.get(i, 0.0))
+        range(len(candidates)),
+        key=lambda i: (
+            candidates[i].entry.section != LAST,
+            not candidates[i].hand,
+            -rank.get(i, 0.0),
+        ),
     )
     for i in order:
         entry = candidates[i].entry
-        if entry.section == LAST:
-            keep.add(i)  # a project's last state stands on its own, even if it repeats a loop
-            continue
         key = _key(candidates[i])
-        if index.matches(key):
+        if entry.section == LAST:
+            keep.add(i)
+            index.add(i, " ".join(content_words(entry.text.partition(": ")[2])) or key)
+            continue
+        if any(_repeats(entry, candidates[j].entry) for j in index.matches(key)):
             continue
         if entry.section == LOOPS:
             words = frozenset(key.split())

@@ -269,3 +269,38 @@ def test_the_context_of_a_prepared_memory_labels_other_projects(store: MemorySto
     assert "- 3 days ago: Chose PostgreSQL for atlas" in text
     assert "- [hermes-bot] 2 days ago: Answer the webhook question" in text
     assert "- [hermes-bot] 2 days ago: Bot reconnect loop fixed" in text
+
+
+def test_the_demos_startup_context_says_nothing_twice(tmp_path: Path) -> None:
+    """The demo once showed "Prefers small commits whose messages explain why" beside "Small
+    commits with messages that explain why"."""
+    from itertools import combinations
+
+    from obsmem.context.gather import content_words
+    from obsmem.context.startup import run_context
+    from obsmem.observe.run import run_observe
+    from obsmem.observe.scoring import bigram_jaccard
+    from obsmem.reflect.offline import reflect
+
+    demo = prepare(tmp_path / "mem", agents_dir=tmp_path / "agents")
+    settings = load_settings(demo.environ)
+    run_observe(demo.store, settings, environ=demo.environ, flush=True, provider=None)
+    reflect(demo.store, settings, provider=None)
+    text = run_context("plain", cwd="/home/dev/atlas", environ=demo.environ)
+    lines = [line[2:].split(": ", 1)[-1] for line in text.splitlines() if line.startswith("- ")]
+    assert len(lines) >= 8
+    commits = [line for line in lines if "small commits" in line.lower()]
+    assert len(commits) == 1, commits
+    for a, b in combinations(lines, 2):
+        similarity = bigram_jaccard(" ".join(content_words(a)), " ".join(content_words(b)))
+        assert similarity < 0.8, (a, b)
+
+
+def test_a_loop_that_is_the_last_active_task_is_said_once(store: MemoryStore) -> None:
+    observe(store, ("User asked: show tools", "2026-11-28", "10:00", "task", 0.6, "atlas"),
+            ("Show tools", "2026-11-28", "09:00", "task", 0.6, "hermes-bot"),
+            context={"2026-11-28": {"Active task": "show tools"}})  # fmt: skip
+    prepare_context(store, today=TODAY)
+    assert entries_of(store, "Last time here") == ["Active task: show tools"]
+    # The other project's loop stays: atlas's last state is not shown in its context.
+    assert entries_of(store, "Open loops") == ["Show tools"]
