@@ -50,11 +50,11 @@ __all__ = ["BEGIN", "END", "PreparedContext", "prepare_context", "replace_block"
 
 BEGIN = "<!-- om:begin generated: om rewrites what is between these markers; edit elsewhere -->"
 END = "<!-- om:end generated -->"
-#: context.json keeps this many of the best lines per section and project (a default budget's
-#: worth for one project), fewer for projects beyond the few worked on lately ...
-PER_GROUP = 15
-PER_GROUP_QUIET = 5
-PER_GROUP_ABOUT = 40
+#: context.json keeps this many of the best lines per section and project (what a briefing on
+#: one project holds), fewer for projects beyond the few worked on lately ...
+PER_GROUP = 10
+PER_GROUP_QUIET = 4
+PER_GROUP_ABOUT = 30
 BUSY_PROJECTS = 5
 #: ... and this many in all, so ``om context`` reads a small file whatever the memory's size.
 MAX_ENTRIES = 1000

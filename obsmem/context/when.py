@@ -27,9 +27,10 @@ __all__ = [
     "without_meaning",
 ]
 
-_ISO = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
+# Patterns as text, compiled by ``re`` on first use: most session starts never need them.
+_ISO = r"\b(\d{4}-\d{2}-\d{2})\b"
 # The observer's "(meaning 2026-12-05)" note: the plan's annotation replaces it.
-_MEANING = re.compile(r"\s*\(meaning (\d{4}-\d{2}-\d{2})\)")
+_MEANING = r"\s*\(meaning (\d{4}-\d{2}-\d{2})\)"
 
 
 def ordinal(text: str | None) -> int | None:
@@ -143,16 +144,16 @@ def with_plan(text: str, plan: str | None, today: date | int) -> str:
 
 def without_meaning(text: str) -> str:
     """``text`` without the observer's "(meaning D)" note."""
-    return _MEANING.sub("", text).rstrip()
+    return re.sub(_MEANING, "", text).rstrip() if "(meaning " in text else text
 
 
 def plan_in(text: str, said: str | None) -> str | None:
     """The date a text plans for: its "(meaning D)" note, else a date it names that lies after
     the day it was said (``said``); None when it names no such date."""
-    meaning = _MEANING.search(text)
+    meaning = re.search(_MEANING, text)
     if meaning is not None:
         return meaning.group(1)
-    for found in _ISO.findall(text):
+    for found in re.findall(_ISO, text):
         if said is None or found > said[:10]:
             return str(found)
     return None
