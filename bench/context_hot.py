@@ -82,15 +82,18 @@ def timed(cmd: list[str], env: dict[str, str], runs: int, stdin: bytes) -> list[
 
 def interleaved(
     cmd: list[str], env: dict[str, str], runs: int, stdin: bytes
-) -> tuple[list[float], list[float]]:
-    """``cmd`` and a bare ``python -c pass`` run in turn, so that a machine whose load changes
-    during the measurement weighs on both alike."""
+) -> tuple[list[float], list[float], list[float]]:
+    """``cmd``, a bare ``python -c pass`` and ``python -c "import re, json"`` (what the console
+    script and reading JSON cost before om does anything) run in turn, so that a machine whose
+    load changes during the measurement weighs on all alike."""
     context: list[float] = []
     bare: list[float] = []
+    floor: list[float] = []
     for _ in range(runs):
         context += timed(cmd, env, 1, stdin)
         bare += timed([sys.executable, "-c", "pass"], env, 1, b"")
-    return context, bare
+        floor += timed([sys.executable, "-c", "import re, json"], env, 1, b"")
+    return context, bare, floor
 
 
 def _generated_tokens(path: Path) -> int:
@@ -115,7 +118,7 @@ def measure(count: int, important: float, runs: int) -> dict[str, object]:
         env = {**os.environ, "OM_HOME": str(home)}
         cmd = [om, "context", "--for", "claude"]
         timed(cmd, env, 2, payload)  # warm the page cache
-        context, bare = interleaved(cmd, env, runs, payload)
+        context, bare, floor = interleaved(cmd, env, runs, payload)
         probe = subprocess.run(
             [sys.executable, "-c",
              "import sys; sys.argv=['om','context','--for','claude']\n"
@@ -148,6 +151,7 @@ def measure(count: int, important: float, runs: int) -> dict[str, object]:
         }
     result["ratio"] = round(statistics.median(context) / statistics.median(bare), 2)
     result["ratio_of_minimums"] = round(min(context) / min(bare), 2)
+    result["re_json_ratio"] = round(statistics.median(floor) / statistics.median(bare), 2)
     return result
 
 
