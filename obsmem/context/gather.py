@@ -59,6 +59,11 @@ _DECISION_CUE = re.compile(
     r"picked|agreed|will use|instead of)\b",
     re.IGNORECASE,
 )
+_PLAN_CUE = re.compile(
+    r"\b(?:plan|planned|planning|due|deadline|release|releases|ship|ships|launch|until|by|"
+    r"before|scheduled|target)\b",
+    re.IGNORECASE,
+)
 _DONE_CUE = re.compile(
     r"\b(?:completed?|done|finished|shipped|merged|resolved|closed|delivered|fixed)\b",
     re.IGNORECASE,
@@ -179,6 +184,9 @@ def from_sections(
         # its text names).
         seen = _SEEN.search(entry.text)
         said = seen.group(1) if seen else None
+        # A line that does not say when it was written plans for its date only in words of a
+        # plan ("release on 2026-12-05"), not when it merely names a day ("incident of ...").
+        planning = section != ABOUT and (said is not None or _PLAN_CUE.search(text) is not None)
         out.append(
             Candidate(
                 Entry(
@@ -189,7 +197,7 @@ def from_sections(
                     project,
                     entry.id,
                     kind=next(iter(cited)) if len(cited) == 1 else None,
-                    planned=plan_in(text, said) if section != ABOUT else None,
+                    planned=plan_in(text, said) if planning else None,
                     seen=max(len(entry.cites), 1),
                 ),
                 heading or top.strip(),

@@ -304,3 +304,17 @@ def test_a_loop_that_is_the_last_active_task_is_said_once(store: MemoryStore) ->
     assert entries_of(store, "Last time here") == ["Active task: show tools"]
     # The other project's loop stays: atlas's last state is not shown in its context.
     assert entries_of(store, "Open loops") == ["Show tools"]
+
+
+def test_a_hand_written_line_plans_only_in_words_of_a_plan(store: MemoryStore) -> None:
+    (store.home / "active.md").write_text(
+        "# Active\n\n## Current Projects\n\n- Atlas: 1.0 release on 2026-12-05\n"
+        "- Atlas: incident of 2026-11-01 reviewed with the team\n"
+    )
+    prepare_context(store, today=TODAY)
+    data = json.loads(store.context_path.read_bytes())
+    planned = {e["text"]: e.get("planned") for e in data["entries"]}
+    assert planned == {
+        "Atlas: 1.0 release on 2026-12-05": "2026-12-05",
+        "Atlas: incident of 2026-11-01 reviewed with the team": None,
+    }
