@@ -332,6 +332,8 @@ class _Plan:
             score += 1.0  # where the last session stopped is what a returning user needs
         elif entry.section == ABOUT:
             score += 0.5  # who the user is applies to every session
+        elif entry.section == LOOPS:
+            score += 0.3  # what is still open comes before what was done
         return score
 
     def line(self, entry: ContextEntry, section: str) -> str:

@@ -270,3 +270,14 @@ def test_the_hook_payload_cwd_wins_over_the_process_directory(tmp_path: Path) ->
     assert "This project (atlas)" not in flagged
     assert "This project (atlas)" in _om_context(home, tmp_path / "atlas", stdin=None)
     assert "This project (atlas)" not in _om_context(home, tmp_path / "elsewhere", stdin=None)
+
+
+def test_an_open_loop_outranks_recent_work_in_a_small_budget() -> None:
+    entries = [
+        ContextEntry(LOOPS, "Write the migration guide before the release", 0.6, "2026-11-27",
+                     "atlas", "l1", observed=True),
+        *(ContextEntry(RECENT, f"Work item {n} finished with its tests green", 0.6, "2026-11-30",
+                       "atlas", f"r{n}", observed=True) for n in range(40)),
+    ]  # fmt: skip
+    text = build_context(entries, budget=250, project="atlas", today=TODAY_BRIEF)
+    assert "- 4 days ago: Write the migration guide before the release" in text
