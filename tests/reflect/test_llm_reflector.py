@@ -17,6 +17,7 @@ from fakes.llm_server import ErrorReply, FakeLLMServer, Reply
 
 from obsmem.memory.model import Observation, Provenance
 from obsmem.memory.store import MemoryStore, new_observation
+from obsmem.reflect.clock import load_state
 from obsmem.reflect.llm import MAX_ARCHIVES, build_request, parse_operations
 from obsmem.reflect.offline import ReflectReport, reflect
 from obsmem.reflect.reflections import OmLine, ReflectionsDoc
@@ -243,7 +244,8 @@ def test_provider_down_falls_back_to_offline_rules(
     assert len(fake_llm.completion_requests()) == 1  # no second request after a provider failure
     assert report.llm_failed == 2 and report.llm_sections == 0
     assert any("provider failed" in n for n in report.notes)
-    assert important.id in text_of(store) and report.promoted == 1
+    # Both preferences: the important one and the one stated once at 0.6.
+    assert important.id in text_of(store) and report.promoted == 2
     assert_nothing_lost(store)
 
 
@@ -258,7 +260,9 @@ def test_provider_down_with_defer_leaves_observations_for_later(
     fake_llm.push(ErrorReply(500, "down"))
     report = run(store, deferring)
     assert important.id not in text_of(store)
-    assert report.last_reflected == "2026-03-24"  # the day before the first deferred one
+    # Still new for the next run: deferred ids are not noted as reflected, whatever the stamp.
+    assert report.last_reflected == "2026-03-30"
+    assert important.id not in load_state(store).reflected
     assert any("OM_FALLBACK=defer" in n for n in report.notes)
     fake_llm.push(
         ops({"op": "add", "section": PREFS, "text": "Prefers zstd", "cites": [important.id]}),
