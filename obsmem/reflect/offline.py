@@ -92,6 +92,7 @@ class ReflectReport:
     revived: int = 0  # Dormant or archived lines seen again
     demoted: int = 0  # moved to Dormant
     retired: int = 0  # moved to ## Archive (by age or by the cap)
+    moved: int = 0  # moved to another section by the LLM reflector
     moved_out: int = 0  # moved from ## Archive to archive/reflections/
     lines_before: int = 0
     lines_after: int = 0

@@ -166,9 +166,61 @@ def test_request_holds_only_touched_sections_and_new_observations(
     themes = by_section["Section: Recent Themes"].user
     assert SECRET_THEME in themes and new[1].id in themes
     assert OLD[0].text not in themes and new[0].id not in themes
-    for request in sent:  # Key Facts has no new observation: never sent
-        assert "Key Facts" not in request.user and "Lyon" not in request.user
+    for request in sent:  # Key Facts has no new observation: its lines are never sent
+        assert "Lyon" not in request.user
         assert "reflector of a memory system" in request.system
+        # Every section is listed by name, so a line can be moved to where it belongs.
+        listed = request.user.split("<section>")[0]
+        for name in ("Core Identity", "Active Projects / atlas", PREFS, "Key Facts & Context",
+                     "Recent Themes", "Archive"):  # fmt: skip
+            assert f"\n- {name}\n" in listed
+        assert "Dormant" not in listed  # the ageing rules' own
+
+
+def test_move_and_complete_are_applied(
+    store: MemoryStore, settings: Settings, fake_llm: FakeLLMServer, new: list[Observation]
+) -> None:
+    chore = new[1]
+    fake_llm.push(
+        ops({"op": "move", "section": PREFS, "id": OLD[0].rid, "to": "Key Facts & Context"}),
+        ops({"op": "complete", "section": "Recent Themes", "id": THEME.rid, "cites": [chore.id]}),
+    )
+    report = run(store, settings)
+    assert (report.llm_applied, report.llm_rejected, report.moved) == (2, 0, 1)
+    found = lines(store)
+    assert found[OLD[0].rid][0] == "Key Facts & Context"
+    assert found[OLD[0].rid][1].cites == OLD[0].cites  # moved as it was
+    section, done = found[THEME.rid]
+    assert section == "Recent Themes" and done.emoji == "✅"
+    assert done.cites == [*THEME.cites, chore.id] and done.seen == chore.date
+    assert "- ✅ Investigated the flaky websocket reconnect (seen 2026-03-25;" in text_of(store)
+    assert_nothing_lost(store)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"op": "move", "section": PREFS, "id": OLD[0].rid, "to": "Secret Plans"},
+        {"op": "move", "section": PREFS, "id": OLD[0].rid, "to": "Dormant"},
+        {"op": "move", "section": PREFS, "id": OLD[0].rid, "to": PREFS},
+        {"op": "move", "section": PREFS, "id": "h1", "to": "Key Facts & Context"},
+        {"op": "move", "section": PREFS, "id": THEME.rid, "to": "Key Facts & Context"},
+        {"op": "complete", "section": PREFS, "id": OLD[0].rid, "cites": []},
+        {"op": "complete", "section": PREFS, "id": OLD[0].rid, "cites": ["o9aaaaaaaa"]},
+    ],
+)
+def test_bad_move_or_completion_is_rejected(
+    store: MemoryStore, settings: Settings, fake_llm: FakeLLMServer, new: list[Observation],
+    bad: dict[str, Any],
+) -> None:  # fmt: skip
+    before = {rid: found for rid, found in lines(store).items()}
+    fake_llm.push(ops(bad), ops())
+    report = run(store, settings)
+    assert report.llm_rejected == 1 and report.llm_applied == 0
+    after = lines(store)
+    for rid in (OLD[0].rid, THEME.rid):
+        assert after[rid][0] == before[rid][0] and after[rid][1].emoji == before[rid][1].emoji
+    assert_nothing_lost(store)
 
 
 @pytest.mark.parametrize(
