@@ -9,7 +9,8 @@ writes and a share of them 🔴 (importance 0.8 or more), some facts stated agai
 and brings the derived files and the index up to date as `om observe` does; then times one
 `om reflect` process (reflection, archive moves, the derived files and the index refresh it
 triggers) and, separately, the library's `reflect()` on a copy of the same memory (the same
-work in the benchmark's process, without the interpreter's start and imports). Target (docs/benchmarks.md): the `om reflect` process under 10 s at 10,000.
+work in the benchmark's process, without the interpreter's start and imports). Target
+(docs/benchmarks.md): the `om reflect` process under 10 s at 10,000.
 ``--profile`` prints the top of a cProfile of `reflect()`.
 """
 

@@ -178,13 +178,17 @@ def test_hand_written_line_covers_an_observation(store: MemoryStore) -> None:
     assert lines_in(store) == {}
 
 
+def migrations(tool: str, day: str) -> Observation:
+    """A decision of billing's about its migration tool."""
+    return obs(f"Uses {tool} for database migrations", day, type="decision", i=0.85,
+               project="billing")  # fmt: skip
+
+
 def test_newer_decision_supersedes_the_older_which_is_kept_marked(store: MemoryStore) -> None:
-    old = obs("Uses Alembic for database migrations", "2026-03-02", type="decision", i=0.85,
-              project="billing")  # fmt: skip
+    old = migrations("Alembic", "2026-03-02")
     store.add_observations([old])
     run(store, "2026-03-03")
-    new = obs("Uses Aerich for database migrations", "2026-03-05", type="decision", i=0.85,
-              project="billing")  # fmt: skip
+    new = migrations("Aerich", "2026-03-05")
     store.add_observations([new])
     report = run(store, "2026-03-06")
     assert report.replaced == 1
@@ -207,13 +211,9 @@ def test_newer_decision_supersedes_the_older_which_is_kept_marked(store: MemoryS
 
 
 def test_an_older_decision_arriving_later_is_kept_as_replaced(store: MemoryStore) -> None:
-    new = obs("Uses Aerich for database migrations", "2026-03-05", type="decision", i=0.85,
-              project="billing")  # fmt: skip
-    store.add_observations([new])
+    store.add_observations([migrations("Aerich", "2026-03-05")])
     run(store, "2026-03-06")
-    old = obs("Uses Alembic for database migrations", "2026-03-02", type="decision", i=0.85,
-              project="billing")  # fmt: skip
-    store.add_observations([old])  # a backfill of an older session
+    store.add_observations([migrations("Alembic", "2026-03-02")])  # a backfill of older work
     assert run(store, "2026-03-07").replaced == 1
     found = {(section, sub): line for section, sub, line in lines_in(store).values()}
     assert found["Active Projects", "billing"].text == "Uses Aerich for database migrations"
