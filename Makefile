@@ -30,6 +30,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/search_cold.py --observations 10000
 	$(PY) bench/context_hot.py --observations 10000
+	$(PY) bench/reflect_first.py --observations 10000
 	$(PY) bench/capture_speed.py --mb 100 --files 1000
 	$(PY) bench/search_latency.py --sizes 10000
 	$(PY) bench/locomo_recall.py --data ../shared/eval/locomo/locomo_dev.json

@@ -38,6 +38,7 @@ __all__ = [
     "OBSERVATIONS_FILE",
     "PROFILE_FILE",
     "REFLECTIONS_FILE",
+    "REFLECTOR_STATE_FILE",
     "VAULT_DIR",
     "agent_home",
     "backups_dir",
@@ -64,6 +65,8 @@ PROFILE_FILE = "profile.md"
 ACTIVE_FILE = "active.md"
 ARCHIVE_DIR = "archive"
 VAULT_DIR = "vault"
+#: In the state directory: what the reflector remembers between runs (obsmem.reflect.clock).
+REFLECTOR_STATE_FILE = "reflector.json"
 
 APP_DIR_NAME = "observational-memory"
 

@@ -220,13 +220,17 @@ def test_an_archived_observation_is_forgotten_in_its_archive_month(
     observed: tuple[MemoryStore, dict[str, str]],
 ) -> None:
     store, environ = observed
-    archive_observations(store, settings_of(environ), today=date(2027, 6, 1))
+    # Every day before the memory's last day of activity goes to the archive.
+    settings = settings_of({**environ, "OM_ARCHIVE_AFTER_DAYS": "0"})
+    archive_observations(store, settings, today=date(2027, 6, 1))
     month = store.archive_dir / "observations" / "2026-11.md"
     assert TEXT in month.read_bytes()
+    others = store.read_observations(month).ids() - {TARGET}
+    assert others
     report = forget(store, [TARGET])
     assert "archive/observations/2026-11.md" in report.files
     assert TEXT not in month.read_bytes()
-    assert OTHER in store.read_observations(month).ids()
+    assert store.read_observations(month).ids() == others
 
 
 def test_query_forgets_only_the_hits_holding_every_word(

@@ -163,9 +163,8 @@ def reflect_report(report: ReflectReport) -> str:
     if report.dry_run and report.diff:
         lines.append(report.diff.rstrip("\n"))
         lines.append("")
-    since = report.last_reflected_before or "the beginning"
     lines.append(
-        f"reflected observations after {since}: {report.considered} looked at, "
+        f"reflected new observations: {report.considered} looked at, "
         f"{report.promoted} promoted, {report.merged} merged into existing lines"
         + (f", {report.replaced} replacing older facts" if report.replaced else "")
         + (f", {report.covered} already in hand-written lines" if report.covered else "")
@@ -200,7 +199,8 @@ def reflect_report(report: ReflectReport) -> str:
         lines.append(
             f"  {'would archive' if report.dry_run else 'archived'} "
             f"{len(archived.days)} day(s) older than {archived.cutoff} "
-            f"({archived.observations} observation(s)): {shown}"
+            f"({archived.observations} observation(s); last activity {archived.last_activity}): "
+            f"{shown}"
         )
     if archived.recovered:
         lines.append(

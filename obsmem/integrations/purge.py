@@ -46,6 +46,7 @@ _STATE_FILES = (
     "context.json",
     "usage.jsonl",
     "external-files.json",
+    "reflector.json",
 )
 _STATE_DATABASES = ("state.sqlite3", "turns.sqlite3", "index.sqlite3")
 _MONTH = re.compile(r"^\d{4}-\d{2}\.md$")

@@ -1,6 +1,8 @@
 """Archive, never delete: old days move from ``observations.md`` to ``archive/observations/``.
 
-A day section older than ``OM_ARCHIVE_AFTER_DAYS`` (its heading, Current Context, observations,
+A day section older than ``OM_ARCHIVE_AFTER_DAYS`` before the memory's last activity (the newest
+observation day, in ``observations.md`` or the newest archive month, never after today: the
+memory's own clock, ``obsmem.reflect.clock``), with its heading, Current Context, observations,
 and any line om could not read) moves whole to ``archive/observations/YYYY-MM.md``, which uses the
 same day-section layout and keeps its days in date order. The moved lines are copied byte for
 byte; only the blank and ``---`` lines that separate days are layout and are not copied.
@@ -36,6 +38,7 @@ __all__ = [
     "archive_path",
     "archived_ids",
     "insert_day",
+    "memory_activity",
     "merge_day",
 ]
 
@@ -47,6 +50,7 @@ class ArchiveReport:
     """What archiving did (or, for a dry run, would do)."""
 
     cutoff: str = ""  # days before this one are archived
+    last_activity: str = ""  # the memory's newest observation day (capped at today)
     days: list[str] = field(default_factory=list)  # moved out of observations.md
     observations: int = 0
     recovered: list[str] = field(default_factory=list)  # already in the archive (a crash)
@@ -209,28 +213,55 @@ def _lines_of_known(block: list[str], ids: set[str]) -> set[int]:
     return out
 
 
-def _cutoff(today: date, settings: Settings) -> str:
-    return (today - timedelta(days=settings.archive_after_days)).isoformat()
+def _valid_day(day: str) -> bool:
+    try:
+        date.fromisoformat(day)
+    except ValueError:
+        return False
+    return True
+
+
+def memory_activity(store: MemoryStore, doc: ObservationsDoc, today: date) -> date:
+    """The memory's last activity: its newest observation day, in ``doc`` (observations.md) or
+    in the newest archive month, never after ``today``; ``today`` for an empty memory."""
+    days = [d.date for d in doc.days if d.observations and _valid_day(d.date)]
+    folder = store.archive_dir / OBSERVATIONS_ARCHIVE
+    months = sorted(folder.glob("*.md")) if folder.is_dir() else []
+    if months:
+        newest = store.read_observations(months[-1]).days
+        days += [d.date for d in newest if d.observations and _valid_day(d.date)]
+    if not days:
+        return today
+    return min(today, date.fromisoformat(max(days)))
+
+
+def _report(
+    store: MemoryStore, doc: ObservationsDoc, settings: Settings, today: date
+) -> ArchiveReport:
+    since = memory_activity(store, doc, today)
+    cutoff = (since - timedelta(days=settings.archive_after_days)).isoformat()
+    return ArchiveReport(cutoff=cutoff, last_activity=since.isoformat())
 
 
 def archive_observations(
     store: MemoryStore, settings: Settings, *, today: date, dry_run: bool = False
 ) -> ArchiveReport:
-    """Move the day sections older than ``OM_ARCHIVE_AFTER_DAYS`` to the monthly archive files.
+    """Move the day sections older than ``OM_ARCHIVE_AFTER_DAYS`` before the memory's last
+    activity (``memory_activity``) to the monthly archive files.
 
     With ``dry_run`` nothing is written; the report says what would move.
     """
-    report = ArchiveReport(cutoff=_cutoff(today, settings))
     if dry_run:
         doc = store.read_observations()
+        report = _report(store, doc, settings, today)
         _plan(store, doc, report)
         return report
 
     def move() -> ArchiveReport:
         # Run again from the start when an editor saved a file meanwhile (guard.retry_changed):
         # the months already written then hold those days, which the merge recognises.
-        out = ArchiveReport(cutoff=report.cutoff)
         doc = store.read_observations()
+        out = _report(store, doc, settings, today)
         months = _plan(store, doc, out)
         if not out.days:
             return out

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import pairwise
 from typing import Generic, TypeVar
 
@@ -45,11 +46,14 @@ __all__ = [
     "SECTION_ORDER",
     "FactIndex",
     "Home",
+    "SubjectIndex",
     "home_for",
     "is_identity",
+    "is_project_fact",
     "project_name",
     "same_fact",
     "subject_overlap",
+    "subject_words",
 ]
 
 CORE_IDENTITY = "Core Identity"
@@ -127,11 +131,41 @@ def project_name(raw: str | None) -> str:
     return name[:80] or GENERAL_PROJECT
 
 
+# What a project is built from and how it is laid out: a stack, an architecture, a structure.
+# Looked for in the label an observer puts before a colon ("Tech stack: ...", "Architecture:
+# ...", "技術スタック更新: ...") or in a statement that the project is built with or on something,
+# not anywhere in the text: "this changes the architecture" says nothing about it.
+_PROJECT_FACT_LABEL = re.compile(
+    r"\b(?:(?:tech(?:nology)?\s+)?stack|architecture|dependencies|project (?:structure|layout)"
+    r"|directory (?:structure|layout)|tooling|frameworks?|components?|design)\b"
+    r"|スタック|アーキテクチャ|構成|技术栈|架构|Architektur",
+    re.IGNORECASE,
+)
+_PROJECT_FACT_STATEMENT = re.compile(
+    r"\b(?:is|are) (?:built|written|implemented) (?:with|in|on)\b|\bruns on\b"
+    r"|\b(?:the )?(?:project|app|application|repo(?:sitory)?|codebase|service) (?:is|uses) an?\b",
+    re.IGNORECASE,
+)
+_LABEL = re.compile(r"^\s*([^:.!?]{2,60}):\s+\S")
+
+
+def is_project_fact(text: str) -> bool:
+    """True for a statement of what a project is built from or how it is laid out (its stack,
+    architecture, structure): a label naming one, or "is built with", "the app is a ..."."""
+    label = _LABEL.match(text)
+    if label is not None and _PROJECT_FACT_LABEL.search(label.group(1)):
+        return True
+    return bool(_PROJECT_FACT_STATEMENT.search(text))
+
+
 def home_for(obs: Observation, project: str | None) -> Home:
     """The section (and project subsection) an observation's reflection goes to."""
     section = _BY_TYPE.get(obs.type or "", RECENT_THEMES)
     if obs.type in (None, "fact") and is_identity(obs.text):
         return Home(CORE_IDENTITY)
+    if project and obs.type not in ("preference", "relationship") and is_project_fact(obs.text):
+        # A project's stack and layout belong with the project, not with facts about the user.
+        return Home(ACTIVE_PROJECTS, project_name(project))
     if section == ACTIVE_PROJECTS:
         return Home(section, project_name(project))
     return Home(section)
@@ -154,7 +188,9 @@ class _Shape:
     grams: frozenset[tuple[str, str]]
 
 
+@lru_cache(maxsize=65536)
 def _shape(text: str) -> _Shape:
+    # Cached: one observation is looked up in three indexes, and its text was indexed already.
     words = _words(text)
     return _Shape(normalise_text(text), f" {' '.join(words)} ", _grams(words))
 
@@ -182,7 +218,7 @@ def subject_overlap(a: str, b: str) -> float:
     "migrations", without being the same fact. Subject words are the ones of three letters or
     more that are not stopwords ("uses", "for", "the").
     """
-    x, y = set(_words(a)), set(_words(b))
+    x, y = subject_words(a), subject_words(b)
     if not x or not y:
         return 0.0
     if not any(len(w) > 2 and w not in _STOPWORDS for w in x & y):
@@ -190,7 +226,60 @@ def subject_overlap(a: str, b: str) -> float:
     return len(x & y) / len(x | y)
 
 
+# The observer's label for who said what ("User decided:", "User constraint:"): shared by every
+# line of its kind, so it must not count as a shared subject.
 K = TypeVar("K", bound=Hashable)
+
+_SPEAKER_LABEL = re.compile(r"^\s*user\s+\w+(?:\s+\w+)?:\s*", re.IGNORECASE)
+
+
+def subject_words(text: str) -> frozenset[str]:
+    """The words ``subject_overlap`` compares: the text's words, without the observer's
+    "User <verb>:" label."""
+    return frozenset(_words(_SPEAKER_LABEL.sub("", text, count=1)))
+
+
+class SubjectIndex(Generic[K]):
+    """Texts under keys; ``candidates(text, t)`` gives the keys whose words could have a Jaccard
+    similarity of ``t`` or more with ``text``'s, without comparing against every text.
+
+    Prefix filtering: when two word sets reach ``t``, they share at least ``ceil(t * |x|)`` of
+    the query's ``|x|`` words, so any ``|x| - ceil(t * |x|) + 1`` of its words (the rarest are
+    cheapest) include a shared one.
+    """
+
+    def __init__(self) -> None:
+        self._words: dict[K, frozenset[str]] = {}
+        self._postings: dict[str, set[K]] = {}
+
+    def add(self, key: K, text: str) -> None:
+        """Index ``text`` under ``key`` (replacing what ``key`` held before)."""
+        self.remove(key)
+        words = subject_words(text)
+        self._words[key] = words
+        for word in words:
+            self._postings.setdefault(word, set()).add(key)
+
+    def remove(self, key: K) -> None:
+        """Forget ``key`` (nothing happens when it is not indexed)."""
+        for word in self._words.pop(key, frozenset()):
+            keys = self._postings.get(word)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._postings[word]
+
+    def candidates(self, text: str, threshold: float) -> set[K]:
+        """Keys whose words might reach ``threshold`` with ``text``'s (a superset)."""
+        words = subject_words(text)
+        if not words:
+            return set()
+        need = -int(-threshold * len(words) // 1)  # ceil
+        probe = sorted(words, key=lambda w: len(self._postings.get(w, ())))
+        out: set[K] = set()
+        for word in probe[: len(words) - need + 1]:
+            out.update(self._postings.get(word, ()))
+        return out
 
 
 class FactIndex(Generic[K]):

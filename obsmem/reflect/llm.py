@@ -6,11 +6,16 @@ that section's current lines (om's with their ids, hand-written ones as read-onl
 group's observations, never the rest of ``reflections.md``: the cost of a run follows the number
 of new observations, not the size of the file.
 
+The request also lists the file's sections by name (their lines are not sent), so the model can
+``move`` a line that sits in the wrong one, and ``complete`` a line whose task a new observation
+shows done (✅).
+
 The reply is ``{"operations": [...]}``; each operation is validated against the document as it is
 at that moment and applied through ``ReflectionsDoc`` or rejected (counted, with a reason in the
 notes). Rejected: an unknown op, a section other than the one sent, a line id not in that section,
 a hand-written line, a citation of an observation that was not sent, a text that would not render
-as one of om's lines, and archives past ``MAX_ARCHIVES`` per section per run. Nothing is deleted:
+as one of om's lines, a move to a section that was not listed, a completion without a cited
+observation, and archives past ``MAX_ARCHIVES`` per section per run. Nothing is deleted:
 ``archive`` and ``remove`` both move the line to ``## Archive``, and a merge keeps every citation
 of the lines it merges.
 
@@ -31,7 +36,15 @@ from obsmem.errors import BudgetExceeded, ProviderError
 from obsmem.memory.markdown import BULLET
 from obsmem.memory.model import Observation, Provenance, make_id, priority_for
 from obsmem.observe.llm import one_line
-from obsmem.reflect.facts import ARCHIVE, Home, home_for
+from obsmem.reflect.facts import (
+    ACTIVE_PROJECTS,
+    ARCHIVE,
+    DORMANT,
+    SECTION_ORDER,
+    Home,
+    home_for,
+    project_name,
+)
 from obsmem.reflect.reflections import OmLine, ReflectionsDoc, name_key, parse_om_line
 
 if TYPE_CHECKING:
@@ -44,6 +57,7 @@ __all__ = [
     "build_request",
     "parse_operations",
     "reflect_with_llm",
+    "section_names",
 ]
 
 #: At most this many ``archive``/``remove`` operations are applied per section per run, so a
@@ -90,9 +104,7 @@ class _Section:
 
     @property
     def label(self) -> str:
-        return (
-            self.home.section if self.home.sub is None else f"{self.home.section} / {self.home.sub}"
-        )
+        return _label(self.home)
 
 
 def _group(observations: Iterable[Observation], ledger: dict[str, Provenance]) -> list[_Section]:
@@ -123,14 +135,55 @@ def _lines(doc: ReflectionsDoc, home: Home) -> tuple[list[OmLine], list[str]]:
     return om, hand
 
 
-def build_request(label: str, om: list[OmLine], hand: list[str], new: list[Observation]) -> str:
-    """The user message for one section: its lines, then the new observations, quoted as data.
+def _label(home: Home) -> str:
+    return home.section if home.sub is None else f"{home.section} / {home.sub}"
 
-    Each line and observation is folded onto one line (``one_line``), so no text in them (a
-    hand edit, an observation quoting a transcript, a project name) can pose as a line, an
+
+def section_names(doc: ReflectionsDoc, observations: Iterable[Observation] = (),
+                  ledger: dict[str, Provenance] | None = None) -> list[str]:  # fmt: skip
+    """Where a line may be moved: the standard sections (Dormant is the ageing rules' own), and
+    a ``### project`` under Active Projects for every project the file or ``observations`` name.
+    """
+    projects: dict[str, None] = {}
+    found = doc.section(ACTIVE_PROJECTS)
+    for sub in found.subs if found is not None else []:
+        projects[sub.name] = None
+    for obs in observations:
+        prov = (ledger or {}).get(obs.id)
+        if prov is not None and prov.project:
+            projects[project_name(prov.project)] = None
+    out: list[str] = []
+    for name in SECTION_ORDER:
+        if name == DORMANT:
+            continue
+        if name == ACTIVE_PROJECTS:
+            out.extend(_label(Home(name, p)) for p in projects)
+        else:
+            out.append(name)
+    return out
+
+
+def build_request(
+    label: str,
+    om: list[OmLine],
+    hand: list[str],
+    new: list[Observation],
+    sections: Iterable[str] = (),
+) -> str:
+    """The user message for one section: the file's section names, the section's lines, then
+    the new observations, quoted as data.
+
+    Each line, name and observation is folded onto one line (``one_line``), so no text in them
+    (a hand edit, an observation quoting a transcript, a project name) can pose as a line, an
     observation or a marker of its own.
     """
-    out = [f"Section: {one_line(label)}", "", "<section>"]
+    out = [f"Section: {one_line(label)}", ""]
+    names = [one_line(n) for n in sections]
+    if names:
+        out += ["Sections of the file (names only; `move` takes a line to one of them):"]
+        out += [f"- {n}" for n in names]
+        out.append("")
+    out.append("<section>")
     out.extend(one_line(f"- {x.rid} {x.emoji} {x.text} (seen {x.seen})") for x in om)
     out.extend(one_line(f"- h{n} (hand-written) {b}") for n, b in enumerate(hand, start=1))
     if not om and not hand:
@@ -162,10 +215,16 @@ class _Applier:
     """Applies one section's operations to the document, validating each against it."""
 
     def __init__(
-        self, doc: ReflectionsDoc, section: _Section, hand: list[str], report: ReflectReport
+        self,
+        doc: ReflectionsDoc,
+        section: _Section,
+        hand: list[str],
+        report: ReflectReport,
+        sections: Iterable[str] = (),
     ) -> None:
         self.doc = doc
         self.section = section
+        self.targets = {name_key(n): n for n in sections}
         self.report = report
         self.sent = {o.id: o for o in section.observations}
         self.hand_ids = {f"h{n}" for n in range(1, len(hand) + 1)}
@@ -208,17 +267,42 @@ class _Applier:
             at = min(2, at + 1) if kind == "promote" else max(0, at - 1)
             self._put(place, replace(place.line, emoji=_STEP[at]))
         elif kind in ("archive", "remove"):
-            place = self._place(op.get("id"))
-            if self.archived >= MAX_ARCHIVES:
-                raise _Rejected(f"more than {MAX_ARCHIVES} archives in one section and run")
-            self.archived += 1
-            self.doc.remove(place)
-            self.doc.append(place.line, ARCHIVE)
-            self.report.retired += 1
+            self._archive(self._place(op.get("id")))
         elif kind == "merge":
             self._merge(op)
+        elif kind == "move":
+            self._move(op)
+        elif kind == "complete":
+            place = self._place(op.get("id"))
+            cites = self._cites(op, required=True)
+            line = replace(place.line, emoji="✅", cites=_join(place.line.cites, cites))
+            self._put(place, self._seen(line, cites))
         else:
             raise _Rejected(f"unknown operation {kind!r}")
+
+    def _archive(self, place: Any) -> None:
+        if self.archived >= MAX_ARCHIVES:
+            raise _Rejected(f"more than {MAX_ARCHIVES} archives in one section and run")
+        self.archived += 1
+        self.doc.remove(place)
+        self.doc.append(place.line, ARCHIVE)
+        self.report.retired += 1
+
+    def _move(self, op: dict[str, Any]) -> None:
+        place = self._place(op.get("id"))
+        raw = op.get("to")
+        target = self.targets.get(name_key(raw)) if isinstance(raw, str) else None
+        if target is None:
+            raise _Rejected(f"cannot move a line to {raw!r}: not one of the sections listed")
+        if name_key(target) == name_key(self.section.label):
+            raise _Rejected("a move to the section the line is in")
+        if name_key(target) == name_key(ARCHIVE):
+            self._archive(place)
+            return
+        section, _, sub = target.partition(" / ")
+        self.doc.remove(place)
+        self.doc.append(place.line, section, sub or None)
+        self.report.moved += 1
 
     def _place(self, raw: object) -> Any:
         rid = raw.lstrip("^") if isinstance(raw, str) else ""
@@ -333,6 +417,7 @@ def reflect_with_llm(
     system = prompt if prompt is not None else load_prompt("reflector")
     deferred: set[str] = set()
     alive = True
+    names = section_names(doc, observations, ledger)
     for section in _group(observations, ledger):
         for start in range(0, len(section.observations), MAX_OBSERVATIONS_PER_REQUEST):
             chunk = _Section(
@@ -340,7 +425,7 @@ def reflect_with_llm(
             )
             problem = None
             if alive:
-                problem = _ask(doc, chunk, provider, system, cited, report)
+                problem = _ask(doc, chunk, provider, system, cited, report, names)
                 alive = problem is None or not problem.startswith("provider")
             else:
                 problem = "provider unavailable earlier in this run"
@@ -363,10 +448,11 @@ def _ask(
     system: str,
     cited: set[str],
     report: ReflectReport,
+    names: list[str],
 ) -> str | None:
     """Send one section and apply the reply; a problem description when that failed."""
     om, hand = _lines(doc, section.home)
-    user = build_request(section.label, om, hand, section.observations)
+    user = build_request(section.label, om, hand, section.observations, names)
     try:
         reply = provider.complete(
             system, user, purpose="reflector", max_tokens=_MAX_OUTPUT_TOKENS, json_schema={}
@@ -377,7 +463,7 @@ def _ask(
     operations = parse_operations(str(getattr(reply, "text", "")))
     if operations is None:
         return "the reply is not a JSON object with an operations list"
-    applier = _Applier(doc, section, hand, report)
+    applier = _Applier(doc, section, hand, report, names)
     applier.apply(operations)
     cited.update(applier.placed)
     return None

@@ -1,42 +1,46 @@
 """The offline reflector: observations -> ``reflections.md``, by fixed rules, with no LLM.
 
-Incremental: it looks at the observations of the days after ``Last reflected`` (in
-``observations.md`` or, when runs were missed, already in ``archive/observations/``), skipping
-ids some reflection already cites. For each, in date order:
+Incremental by id: it looks at the observations it has not looked at before (the reflector's
+state, ``obsmem.reflect.clock``), wherever they are (``observations.md``, or an archive month
+that changed), whatever their date, skipping ids some reflection already cites. So history
+imported after live capture is reflected as if it had come first. The rules
+(``obsmem.reflect.rules``), for each new observation in date order:
 
 1. the same fact as one of om's reflection lines: the line gains the citation (up to
-   ``MAX_CITES``), its ``seen`` date, and the higher priority; a Dormant or archived line seen
-   again goes back to its section;
+   ``MAX_CITES``, in date order), its ``seen`` date, and the higher priority; a Dormant or
+   archived line seen again goes back to its section;
 2. the same fact as a line written by hand (or by the original tool): nothing (already known);
-3. promoted when its importance is 0.8 or more, it is 🔴, or the same fact was observed on two
-   days or more within ``LOOKBACK_DAYS``: a new line in the section its type maps to
-   (``facts.home_for``) citing every observation of that fact, unless it is a decision or
-   preference on the same subject as an existing line (``facts.subject_overlap`` of 0.6 or more):
-   then that line is rewritten to the newer fact, "... (replacing <older>)".
+3. promoted when one sighting is enough (``rules.durable``: importance 0.8 or 🔴; a preference,
+   constraint, decision, fact or working-style note of 0.6 or more; a project's stack or
+   layout), or when the same fact was observed on two days within ``LOOKBACK_DAYS`` of each
+   other: a new line in the section it maps to (``facts.home_for``) citing every observation of
+   that fact. A decision or preference on the same subject as a line of its section
+   (``facts.subject_overlap`` of 0.6 or more) supersedes it: the earlier fact is kept in
+   ``## Archive`` as ``~~old~~ → replaced by new (date)``.
 
-Then ageing, on om's lines only: in Active Projects and Recent Themes, a line unseen for 14 days
-moves to ``## Dormant`` (its project kept as a ``###``), and after 30 days to ``## Archive``
-(🔴 lines never leave for ``## Archive`` by age). Then the cap (``OM_REFLECTIONS_MAX_LINES``): the
-least important, oldest lines move to ``## Archive``, which keeps at most a tenth of the cap of
-om's lines; its oldest move to ``archive/reflections/YYYY-MM.md``. Lines written by hand never
-move. ``Last reflected`` becomes yesterday (the last complete day; today's observations are looked
-at again by the next run) and ``Last updated`` the time of a run that changed something.
+Then ageing on the memory's clock: in Active Projects and Recent Themes, a line unseen for 14
+days before its project's last activity moves to ``## Dormant`` (its project kept as a
+``###``), and after 30 days to ``## Archive`` (🔴 lines never leave for ``## Archive`` by age).
+Then the cap (``OM_REFLECTIONS_MAX_LINES``): the least important, oldest lines move to
+``## Archive``, which keeps at most a tenth of the cap of om's lines; its oldest move to
+``archive/reflections/YYYY-MM.md``. Lines written by hand never move; om's lines are kept in a
+stable order in each section (last seen, then id). ``Last reflected`` becomes yesterday and
+``Last updated`` the time of a run that changed something.
 """
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import re
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from obsmem.memory.atomic import atomic_write
-from obsmem.memory.lines import parse_observation
-from obsmem.memory.markdown import BULLET, body, decode, encode, newline_of, split_lines
-from obsmem.memory.model import Observation, Provenance, make_id, priority_for
+from obsmem.memory.markdown import body, decode, encode, newline_of, split_lines
+from obsmem.memory.model import Observation, Provenance
 from obsmem.memory.store import MemoryStore
 from obsmem.paths import REFLECTIONS_FILE
 from obsmem.reflect.archive import (
@@ -46,23 +50,15 @@ from obsmem.reflect.archive import (
     archive_observations,
     archive_path,
 )
-from obsmem.reflect.facts import (
-    ACTIVE_PROJECTS,
-    ARCHIVE,
-    DORMANT,
-    RECENT_THEMES,
-    FactIndex,
-    Home,
-    home_for,
-    subject_overlap,
-)
-from obsmem.reflect.reflections import RANK as _RANK
-from obsmem.reflect.reflections import (
-    Container,
-    OmLine,
-    ReflectionsDoc,
-    name_key,
-    parse_om_line,
+from obsmem.reflect.clock import Clock, ReflectorState, load_state, save_state
+from obsmem.reflect.facts import project_name
+from obsmem.reflect.reflections import OmLine, ReflectionsDoc, parse_om_line
+from obsmem.reflect.rules import (
+    DEMOTE_AFTER_DAYS,
+    LOOKBACK_DAYS,
+    MAX_CITES,
+    RETIRE_AFTER_DAYS,
+    Rules,
 )
 from obsmem.settings import Settings
 
@@ -76,18 +72,7 @@ __all__ = [
     "reflect",
 ]
 
-DEMOTE_AFTER_DAYS = 14
-RETIRE_AFTER_DAYS = (
-    30  # unseen this long: from Active Projects / Recent Themes / Dormant to Archive
-)
-LOOKBACK_DAYS = 30  # how far back "seen on two days" looks
-PROMOTE_IMPORTANCE = 0.8
-CONTRADICTION_OVERLAP = 0.6
-MAX_CITES = 8  # a line cites its first eight observations; later ones only move its seen date
 REFLECTIONS_ARCHIVE = "reflections"
-
-_AGEING = (ACTIVE_PROJECTS, RECENT_THEMES)
-_CONTRADICTING = frozenset({"decision", "preference"})
 _ANY_ID = re.compile(r"\^([0-9a-z]{6,16})\b")
 
 
@@ -107,6 +92,7 @@ class ReflectReport:
     revived: int = 0  # Dormant or archived lines seen again
     demoted: int = 0  # moved to Dormant
     retired: int = 0  # moved to ## Archive (by age or by the cap)
+    moved: int = 0  # moved to another section by the LLM reflector
     moved_out: int = 0  # moved from ## Archive to archive/reflections/
     lines_before: int = 0
     lines_after: int = 0
@@ -223,7 +209,9 @@ def _reflect(
     report.lines_before = doc.line_count()
     last = _date_of(doc.stamp("Last reflected"))
     report.last_reflected_before = last
-    pool = _pool(store, last, today)
+    state = load_state(store)
+    ledger = store.provenance()
+    pool = _gather(store, state, ledger)
     cited, moved = _already_reflected(store, before)
     for place in list(doc.places()):
         if place.line.rid in moved:
@@ -235,42 +223,42 @@ def _reflect(
             found = doc.find(place.line.rid)
             if found is not None:
                 doc.remove(found)
-    ledger = store.provenance()
-    new = [o for o in pool if (last is None or o.date > last) and o.id not in cited]
+    # New is a question of ids, not of dates: an old day written by a late backfill is new.
+    new = [o for o in pool if o.id not in state.reflected and o.id not in cited]
     deferred: set[str] = set()
-    if llm is not None and new:
+    # Without a state (a memory from before it existed), the model is sent only what is dated
+    # after Last reflected, as it was then; the rules, cheap and deterministic, see everything.
+    asked = new if state.known or last is None else [o for o in new if o.date > last]
+    if llm is not None and asked:
         from obsmem.reflect.llm import reflect_with_llm
 
         # The model goes first; what it did not place (or what its failed sections held, with
         # OM_FALLBACK=rules) is still considered by the rules below, so skipping loses nothing.
         deferred = reflect_with_llm(
-            doc, new, ledger, cited, llm, report, fallback=settings.fallback
+            doc, asked, ledger, cited, llm, report, fallback=settings.fallback
         )
-    reflector = _Reflector(doc, pool, ledger, cited, report, today)
-    # Observations dated on or before Last reflected but not cited: written since by a backfill
-    # or a late observe, or not worth promoting last time (a second sighting may have come since).
-    # The rules are deterministic and cheap, so they look at them again; the model does not.
-    late = [o for o in pool if last is not None and o.date <= last and o.id not in cited]
-    for obs in [*new, *late]:
+    rules = Rules(doc, pool, ledger, cited, report, Clock.from_activity(state.activity, today))
+    for obs in new:
         if obs.id not in deferred:
-            reflector.consider(obs)
+            rules.consider(obs)
     if llm is not None:
-        report.considered = len(new)
-    reflector.age()
+        report.considered = len(asked)
+    rules.age()
+    # Deferred observations stay new for the next run (OM_FALLBACK=defer).
+    state.reflected |= {o.id for o in pool} - deferred
     yesterday = (today - timedelta(days=1)).isoformat()
-    if deferred:
-        # Deferred observations must be after Last reflected for the next run to see them.
-        first = min(o.date for o in new if o.id in deferred)
-        yesterday = min(yesterday, (date.fromisoformat(first) - timedelta(days=1)).isoformat())
     report.last_reflected = max(last, yesterday) if last else yesterday
     stamp = now.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
     # Both stamps exist before the cap counts lines; Last updated keeps its old value until we
     # know something changed, so a run that changes nothing writes nothing.
     doc.set_stamps(doc.stamp("Last updated") or stamp, report.last_reflected)
-    moved_out = reflector.cap(settings.reflections_max_lines)
+    moved_out = rules.cap(settings.reflections_max_lines)
     doc.prune()
+    doc.sort()
     if doc.render() == before:
         report.lines_after = report.lines_before
+        if write:
+            save_state(store, state)
         return
     report.changed = True
     doc.set_stamps(stamp, report.last_reflected)
@@ -286,207 +274,9 @@ def _reflect(
         report.files.append(store.relative(month))
     atomic_write(path, after)
     report.written = True
-
-
-class _Reflector:
-    """The rules, applied to one ``ReflectionsDoc`` (see the module docstring)."""
-
-    def __init__(
-        self,
-        doc: ReflectionsDoc,
-        pool: list[Observation],
-        ledger: dict[str, Provenance],
-        cited: set[str],
-        report: ReflectReport,
-        today: date,
-    ) -> None:
-        self.doc = doc
-        self.pool = pool
-        self.ledger = ledger
-        self.cited = cited  # ids cited in reflections.md and archive/reflections/ (grows)
-        self.report = report
-        self.today = today
-        self.lines: FactIndex[str] = FactIndex((p.line.rid, p.line.core) for p in doc.places())
-        self.hand: FactIndex[int] = FactIndex(
-            enumerate(_hand_text(raw) for _, raw in doc.hand_lines())
-        )
-        self.facts: FactIndex[int] = FactIndex((i, o.text) for i, o in enumerate(pool))
-
-    def _home(self, obs: Observation) -> Home:
-        prov = self.ledger.get(obs.id)
-        return home_for(obs, prov.project if prov is not None else None)
-
-    def _age_of(self, day: str) -> int:
-        return (self.today - date.fromisoformat(day)).days
-
-    def consider(self, obs: Observation) -> None:
-        """Apply the rules to one new observation."""
-        if obs.id in self.cited:
-            return
-        self.report.considered += 1
-        matched = self.lines.matches(obs.text)
-        if matched:
-            self._merge(matched[0], obs)
-            return
-        if self.hand.matches(obs.text):
-            self.report.covered += 1
-            return
-        twins = [
-            self.pool[i]
-            for i in self.facts.matches(obs.text)
-            if self.pool[i].id != obs.id and self.pool[i].id not in self.cited
-        ]
-        days = {obs.date, *(t.date for t in twins)}
-        important = obs.importance >= PROMOTE_IMPORTANCE or obs.priority == "🔴"
-        if not important and len(days) < 2:
-            return
-        chosen = [obs, *twins]
-        home = self._home(obs)
-        if obs.type in _CONTRADICTING and self._contradict(obs, chosen, home):
-            return
-        line = OmLine(
-            rid=make_id("reflection", obs.id),
-            text=obs.text,
-            seen=max(m.date for m in chosen),
-            cites=[m.id for m in chosen][:MAX_CITES],
-            emoji=_emoji(chosen),
-        )
-        self.doc.append(line, home.section, home.sub)
-        self.lines.add(line.rid, line.core)
-        self.cited.update(line.cites)
-        self.report.promoted += 1
-
-    def _merge(self, rid: str, obs: Observation) -> None:
-        place = self.doc.find(rid)
-        assert place is not None  # every key of self.lines is a line of the document
-        old = place.line
-        line = replace(old, cites=list(old.cites), seen=max(old.seen, obs.date))
-        if obs.id not in line.cites and len(line.cites) < MAX_CITES:
-            line.cites.append(obs.id)
-        line.emoji = _higher(line.emoji, _emoji([obs]))
-        if line == old:
-            return  # a full line seen again on a day it already counts: nothing to do
-        self.report.merged += 1
-        self.cited.update(line.cites)
-        home = self._home(obs)
-        if _named(place.section, DORMANT, ARCHIVE) and self._age_of(line.seen) < DEMOTE_AFTER_DAYS:
-            # Seen again: back where it belongs. Only when fresh, so ageing does not send it
-            # straight back (which would reorder lines on every run).
-            self.doc.remove(place)
-            self.doc.append(line, home.section, home.sub)
-            self.report.revived += 1
-        else:
-            self.doc.replace(place, line)
-
-    def _contradict(self, obs: Observation, chosen: list[Observation], home: Home) -> bool:
-        """Rewrite a line on the same subject to ``obs`` (noting the old fact); True if done."""
-        for place in self.doc.places(home.section, home.sub):
-            old = place.line
-            if subject_overlap(obs.text, old.core) < CONTRADICTION_OVERLAP:
-                continue
-            cites = list(dict.fromkeys([*old.cites, *(m.id for m in chosen)]))[:MAX_CITES]
-            if obs.date < old.seen:
-                line = replace(old, cites=cites)  # the line already states something newer
-            else:
-                text = f"{obs.text} (replacing {old.core})"
-                seen = max(old.seen, *(m.date for m in chosen))
-                emoji = _higher(old.emoji, _emoji(chosen))
-                line = replace(old, text=text, seen=seen, cites=cites, emoji=emoji)
-                self.report.replaced += 1
-            self.doc.replace(place, line)
-            self.lines.add(line.rid, line.core)
-            self.cited.update(line.cites)
-            return True
-        return False
-
-    def age(self) -> None:
-        """Demote lines unseen for 14 days to Dormant; retire them after 30 (not 🔴)."""
-        moves: list[tuple[str, str, str | None]] = []
-        for place in self.doc.places():
-            if not _named(place.section, *_AGEING, DORMANT):
-                continue
-            try:
-                age = self._age_of(place.line.seen)
-            except ValueError:
-                continue  # a date edited into something that is not one: leave the line alone
-            if age >= RETIRE_AFTER_DAYS and place.line.emoji != "🔴":
-                moves.append((place.line.rid, ARCHIVE, None))
-                self.report.retired += 1
-            elif age >= DEMOTE_AFTER_DAYS and _named(place.section, *_AGEING):
-                # A project line keeps its project as a ### under Dormant.
-                sub = place.sub.name if place.sub is not None else None
-                projects = _named(place.section, ACTIVE_PROJECTS)
-                moves.append((place.line.rid, DORMANT, sub if projects else None))
-                self.report.demoted += 1
-        for rid, section, sub in moves:
-            found = self.doc.find(rid)
-            assert found is not None
-            self.doc.remove(found)
-            self.doc.append(found.line, section, sub)
-
-    def cap(self, max_lines: int) -> list[OmLine]:
-        """Keep the file within ``max_lines``; return the lines moved out of it.
-
-        ``## Archive`` keeps at most a tenth of the cap (ten at least) of om's lines, its oldest
-        leaving the file first; past the cap, om's least important, oldest lines elsewhere move
-        into it. Lines are chosen once from sorted lists, not by rescanning the file per move.
-        """
-        keep = max(10, max_lines // 10)
-        kept: list[tuple[str, int, OmLine]] = []  # ## Archive, oldest first
-        live: list[tuple[int, str, int, OmLine]] = []  # elsewhere, the first to move first
-        for order, place in enumerate(self.doc.places()):
-            line = place.line
-            if _named(place.section, ARCHIVE):
-                kept.append((line.seen, order, line))
-            else:
-                live.append((line.rank, line.seen, order, line))
-        kept.sort(key=lambda x: x[:2])
-        live.sort(key=lambda x: x[:3], reverse=True)  # popped from the end
-        order = len(kept) + len(live)
-        out: list[OmLine] = []
-        while True:
-            self.doc.prune()
-            over = self.doc.line_count() > max_lines
-            if len(kept) > keep or (over and kept and not live):
-                line = kept.pop(0)[2]
-                self._take(line)
-                out.append(line)
-                self.report.moved_out += 1
-            elif over and live:
-                line = live.pop()[3]
-                self._take(line)
-                self.doc.append(line, ARCHIVE)
-                order += 1
-                bisect.insort(kept, (line.seen, order, line), key=lambda x: x[:2])
-                self.report.retired += 1
-            else:
-                self.report.over_cap = over
-                return out
-
-    def _take(self, line: OmLine) -> None:
-        place = self.doc.find(line.rid)
-        assert place is not None  # the lists hold lines of the document
-        self.doc.remove(place)
-
-
-def _named(container: Container, *names: str) -> bool:
-    return container.key in {name_key(n) for n in names}
-
-
-def _higher(a: str, b: str) -> str:
-    return a if _RANK.get(a, 1) >= _RANK.get(b, 1) else b
-
-
-def _emoji(observations: list[Observation]) -> str:
-    if any(o.priority == "🔴" for o in observations):
-        return "🔴"
-    return priority_for(max(o.importance for o in observations))
-
-
-def _hand_text(raw: str) -> str:
-    match = BULLET.match(raw)
-    rest = match.group("rest") if match else raw
-    return parse_observation(rest, date="", depth=0, line=0, raw=raw)[0].text
+    # After reflections.md: a crash in between only means these observations are looked at
+    # again, and those the rules placed are recognised by their citations.
+    save_state(store, state)
 
 
 def _date_of(value: str | None) -> str | None:
@@ -499,28 +289,53 @@ def _date_of(value: str | None) -> str | None:
         return None
 
 
-def _pool(store: MemoryStore, last: str | None, today: date) -> list[Observation]:
-    """Observations that are new (after ``last``) or recent enough to count as a second
-    sighting, from the archive months that may hold them and ``observations.md``, oldest first,
-    each id once (a crash mid-archive leaves a day in both places)."""
-    start: str | None = (today - timedelta(days=LOOKBACK_DAYS)).isoformat()
-    if last is None:
-        start = None
-    elif start is not None and last < start:
-        start = (date.fromisoformat(last) + timedelta(days=1)).isoformat()
+def _gather(
+    store: MemoryStore, state: ReflectorState, ledger: dict[str, Provenance]
+) -> list[Observation]:
+    """Every observation of ``observations.md``, of the archive months that changed since the
+    last run (all of them when there is no state), and of the months within ``LOOKBACK_DAYS``
+    of those, so a second sighting is found; oldest first, each id once (a crash mid-archive
+    leaves a day in both places). The state's clock moves to what was read."""
     folder = store.archive_dir / OBSERVATIONS_ARCHIVE
-    paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
-    if start is not None:
-        paths = [p for p in paths if p.stem >= start[:7]]
+    months = sorted(folder.glob("*.md")) if folder.is_dir() else []
+    read = [p for p in months if not state.known or state.month_changed(p)]
+    docs = {p: store.read_observations(p) for p in read}
+    current = store.read_observations()
+    unseen = [o for doc in (current, *docs.values()) for o in doc.observations
+              if o.id not in state.reflected]  # fmt: skip
+    wanted = _months_around(o.date for o in unseen)
+    for path in months:
+        if path not in docs and path.stem in wanted:
+            docs[path] = store.read_observations(path)
+    for path in read:
+        state.read_month(path)
     seen: set[str] = set()
     out: list[Observation] = []
-    for path in [*paths, store.observations_path]:
-        for obs in store.read_observations(path).observations:
-            if obs.id in seen or (start is not None and obs.date < start):
+    for doc in (*docs.values(), current):
+        for obs in doc.observations:
+            if obs.id in seen:
                 continue
             seen.add(obs.id)
             out.append(obs)
+            prov = ledger.get(obs.id)
+            state.saw(project_name(prov.project) if prov and prov.project else None, obs.date)
     out.sort(key=lambda o: o.date)  # stable: file order within a day
+    return out
+
+
+def _months_around(days: Iterable[str]) -> set[str]:
+    """The ``YYYY-MM`` of every day within ``LOOKBACK_DAYS`` of one of ``days``."""
+    out: set[str] = set()
+    for day in set(days):
+        try:
+            mid = date.fromisoformat(day)
+        except ValueError:
+            continue
+        step = mid - timedelta(days=LOOKBACK_DAYS)
+        while step <= mid + timedelta(days=LOOKBACK_DAYS):
+            out.add(step.isoformat()[:7])
+            step += timedelta(days=28)
+        out.add((mid + timedelta(days=LOOKBACK_DAYS)).isoformat()[:7])
     return out
 
 

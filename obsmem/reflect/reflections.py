@@ -41,12 +41,14 @@ TITLE = "# Reflections — Long-Term Memory"
 
 _ID = r"[0-9a-z]{6,16}"
 _OM_LINE = re.compile(
-    r"^- (?:(?P<emoji>🔴|🟡|🟢)\ufe0f? )?(?P<text>\S.*?) "
+    r"^- (?:(?P<emoji>🔴|🟡|🟢|✅)\ufe0f? )?(?P<text>\S.*?) "
     rf"\(seen (?P<seen>\d{{4}}-\d{{2}}-\d{{2}}); (?P<cites>\^{_ID}(?:, \^{_ID})*)\) "
     rf"\^(?P<rid>{_ID})\s*$"
 )
 _STAMP = re.compile(r"^(?P<mark>[_*])\s*(?P<name>Last (?:updated|reflected))\s*:", re.IGNORECASE)
 _REPLACING = " (replacing "
+#: A superseded fact: ``~~old~~ → replaced by new (YYYY-MM-DD)``.
+_REPLACED = re.compile(r"^~~(?P<old>.+?)~~ → replaced by (?P<new>.+) \(\d{4}-\d{2}-\d{2}\)$")
 #: Priority emoji in increasing order of importance, for comparing two lines.
 RANK: dict[str, int] = {"🟢": 0, "🟡": 1, "🔴": 2}
 
@@ -77,6 +79,22 @@ class OmLine:
         cut = self.text.find(_REPLACING)
         return self.text if cut <= 0 else self.text[:cut]
 
+    @property
+    def replaced(self) -> bool:
+        """True for a superseded fact (``~~old~~ → replaced by new (date)``): it states nothing
+        any more, so it is never merged into, contradicted or revived."""
+        return self.text.startswith("~~") and _REPLACED.match(self.text) is not None
+
+    def superseded(self, new: str, day: str) -> OmLine:
+        """This line marked as replaced by the fact ``new`` on ``day`` (citations kept)."""
+        return OmLine(
+            rid=self.rid,
+            text=f"~~{self.core}~~ → replaced by {new} ({day})",
+            seen=self.seen,
+            cites=list(self.cites),
+            emoji=self.emoji,
+        )
+
     def render(self) -> str:
         """The markdown line, without line ending."""
         text = " ".join(self.text.split())
@@ -93,7 +111,7 @@ def parse_om_line(raw: str) -> OmLine | None:
     return OmLine(rid=rid, text=text, seen=seen, cites=list(cites), emoji=emoji)
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=65536)
 def _parse(raw: str) -> tuple[str, str, str, tuple[str, ...], str] | None:
     # Cached: the reflector looks every line up again after each edit.
     match = _OM_LINE.match(raw)
@@ -175,6 +193,17 @@ class ReflectionsDoc:
                 (section.subs[-1] if section.subs else section).lines.append(line)
             else:
                 self.preamble.append(line)
+        # Where each om line is, by id: the reflector looks lines up after every edit, and a
+        # scan of the whole file each time made a first run over 10,000 observations quadratic.
+        self._where: dict[str, tuple[Container, Container | None, str]] = {}
+        for section in self.sections:
+            for sub in (None, *section.subs):
+                self._index(section, sub)
+
+    def _index(self, section: Container, sub: Container | None) -> None:
+        for raw in (sub or section).lines:
+            if raw.startswith("- ") and (parsed := parse_om_line(body(raw))) is not None:
+                self._where[parsed.rid] = (section, sub, raw)
 
     # -- reading -------------------------------------------------------------------------------
     def all_lines(self) -> list[str]:
@@ -221,12 +250,26 @@ class ReflectionsDoc:
 
     def find(self, rid: str) -> Place | None:
         """Where the om line with block id ``rid`` is, or None."""
+        known = self._where.get(rid)
+        if known is None:
+            return None  # every om line is in the map from the parse or the edit that wrote it
+        if known is not None:
+            section, sub, raw = known
+            lines = (sub or section).lines
+            try:
+                index = lines.index(raw)
+            except ValueError:
+                index = -1
+            parsed = parse_om_line(body(raw)) if index >= 0 else None
+            if parsed is not None and parsed.rid == rid:
+                return Place(section, sub, index, parsed)
+        # Not where it was left (a line edited outside these methods): look everywhere.
         tail = f"^{rid}"
         for section in self.sections:
             for sub in (None, *section.subs):
                 for index, raw in enumerate((sub or section).lines):
-                    # A cheap test first: this runs for every edit of every line.
                     if tail in raw and (parsed := parse_om_line(body(raw))) and parsed.rid == rid:
+                        self._where[rid] = (section, sub, raw)
                         return Place(section, sub, index, parsed)
         return None
 
@@ -270,18 +313,24 @@ class ReflectionsDoc:
         """Rewrite the om line at ``place`` (keeping its position and line ending)."""
         raw = place.container.lines[place.index]
         ending = raw[len(raw.rstrip("\r\n")) :] or self.nl
-        place.container.lines[place.index] = line.render() + ending
+        new = line.render() + ending
+        place.container.lines[place.index] = new
+        if self._where.get(place.line.rid, (None, None, raw))[2] == raw:
+            self._where.pop(place.line.rid, None)
+        self._where[line.rid] = (place.section, place.sub, new)
 
     def remove(self, place: Place) -> None:
         """Take the om line at ``place`` out of its container."""
-        del place.container.lines[place.index]
+        raw = place.container.lines.pop(place.index)
+        if self._where.get(place.line.rid, (None, None, None))[2] == raw:
+            del self._where[place.line.rid]
         place.container.touched = True
         place.section.touched = True
 
     def append(self, line: OmLine, section: str, sub: str | None = None) -> None:
         """Add ``line`` at the end of ``section`` (or of its ``sub``), creating them if missing."""
         self._terminate()
-        target = self._ensure_section(section)
+        target = top = self._ensure_section(section)
         if sub is not None:
             found = next((s for s in target.subs if name_key(s.name) == name_key(sub)), None)
             if found is None:
@@ -289,9 +338,34 @@ class ReflectionsDoc:
                 found = Container(sub, f"### {sub}{self.nl}", [self.nl])
                 target.subs.append(found)
             target = found
-        target.lines[:] = _insert(target.lines, line.render() + self.nl, self.nl)
-        if target.lines[-1] == line.render() + self.nl and not self._is_last(target):
+        raw = line.render() + self.nl
+        _insert(target.lines, raw, self.nl)
+        if target.lines[-1] is raw and not self._is_last(target):
             target.lines.append(self.nl)  # a blank line before the heading that follows
+        self._where[line.rid] = (top, target if target is not top else None, raw)
+
+    def sort(self) -> None:
+        """Put om's lines of every container in order of their last sighting (a stable sort:
+        lines seen on the same day keep their order), each in one of the places om's lines
+        held, so the file follows what memory holds rather than the order observations arrived
+        in. Every other line keeps its place."""
+        for section in self.sections:
+            for sub in (None, *section.subs):
+                container = sub or section
+                slots = [
+                    (i, parsed)
+                    for i, raw in enumerate(container.lines)
+                    if raw.startswith("- ") and (parsed := parse_om_line(body(raw))) is not None
+                ]
+                ordered = sorted((p for _, p in slots), key=lambda x: x.seen)
+                if [p for _, p in slots] == ordered:
+                    continue
+                raws = {p.rid: container.lines[i] for i, p in slots}
+                for (i, _), line in zip(slots, ordered, strict=True):
+                    raw = container.lines[i]
+                    ending = raw[len(raw.rstrip("\r\n")) :] or self.nl
+                    container.lines[i] = body(raws[line.rid]) + ending
+                self._index(section, sub)
 
     def _is_last(self, container: Container) -> bool:
         last = self.sections[-1]
@@ -381,11 +455,15 @@ class ReflectionsDoc:
         pre[at:at] = block
 
 
-def _insert(lines: list[str], new: str, nl: str) -> list[str]:
-    """``lines`` with ``new`` after their last line of content (before trailing blank lines)."""
-    last = max((i for i, line in enumerate(lines) if _is_content(line)), default=None)
+def _insert(lines: list[str], new: str, nl: str) -> None:
+    """Put ``new`` in ``lines`` after their last line of content (before trailing blank lines)."""
+    # From the end: only the trailing blank lines are looked at, however long the section.
+    last = next((i for i in range(len(lines) - 1, -1, -1) if _is_content(lines[i])), None)
     if last is None:
         # An empty container: one blank line under its heading, then the new line (and any
         # blank lines that separate it from the next heading).
-        return [*(lines[:1] or [nl]), new, *lines[1:]]
-    return [*lines[: last + 1], new, *lines[last + 1 :]]
+        if not lines:
+            lines.append(nl)
+        lines.insert(1, new)
+        return
+    lines.insert(last + 1, new)

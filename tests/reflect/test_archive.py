@@ -20,6 +20,8 @@ from obsmem.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "memory"
 SETTINGS = Settings(llm_provider="none")
+#: Every day before the memory's last day of activity goes (that day always stays).
+SETTINGS0 = Settings(llm_provider="none", archive_after_days=0)
 
 
 def content(data: bytes) -> list[str]:
@@ -35,6 +37,11 @@ def content(data: bytes) -> list[str]:
 
 def month(store: MemoryStore, name: str) -> Path:
     return store.archive_dir / "observations" / f"{name}.md"
+
+
+def active(store: MemoryStore, day: str) -> None:
+    """Some work on ``day``: the memory's last activity moves there."""
+    add(store, day, f"work done on {day}")
 
 
 def add(store: MemoryStore, day: str, *texts: str) -> None:
@@ -53,9 +60,9 @@ def original(store: MemoryStore) -> MemoryStore:
 def test_old_days_move_byte_for_byte_with_their_context(original: MemoryStore) -> None:
     before = original.observations_path.read_bytes()
     ids = original.read_observations().ids()
-    report = archive_observations(original, SETTINGS, today=date(2026, 2, 19))
-    # 2026-02-12 is exactly 7 days old: it stays; the two days before it move.
-    assert report.cutoff == "2026-02-12"
+    report = archive_observations(original, SETTINGS0, today=date(2026, 2, 19))
+    # 2026-02-12 is the last day of activity: it stays; the two days before it move.
+    assert (report.cutoff, report.last_activity) == ("2026-02-12", "2026-02-12")
     assert report.days == ["2026-02-10", "2026-02-11"]
     assert report.files == ["archive/observations/2026-02.md"]
     archived = month(original, "2026-02").read_bytes()
@@ -80,14 +87,15 @@ def test_nothing_to_archive_writes_nothing(original: MemoryStore) -> None:
 
 def test_dry_run_writes_nothing(original: MemoryStore) -> None:
     before = original.observations_path.read_bytes()
-    report = archive_observations(original, SETTINGS, today=date(2026, 3, 30), dry_run=True)
-    assert report.days == ["2026-02-10", "2026-02-11", "2026-02-12"]
-    assert report.observations == 20
+    report = archive_observations(original, SETTINGS0, today=date(2026, 3, 30), dry_run=True)
+    assert report.days == ["2026-02-10", "2026-02-11"]
+    assert report.observations == 14
     assert original.observations_path.read_bytes() == before
     assert not original.archive_dir.exists()
 
 
 def test_a_month_file_keeps_days_in_date_order(store: MemoryStore) -> None:
+    active(store, "2026-05-01")
     add(store, "2026-04-20", "late april fact")
     add(store, "2026-04-02", "early april fact")
     archive_observations(store, SETTINGS, today=date(2026, 5, 1))
@@ -100,20 +108,37 @@ def test_a_month_file_keeps_days_in_date_order(store: MemoryStore) -> None:
     assert april.issues == []
     march = parse_observations(month(store, "2026-03").read_bytes())
     assert [o.text for o in march.observations] == ["end of march fact"]
-    assert store.read_observations().days == []
+    assert [d.date for d in store.read_observations().days] == ["2026-05-01"]
 
 
 def test_setting_changes_the_age(store: MemoryStore) -> None:
-    add(store, "2026-04-28", "three days old")
-    add(store, "2026-04-30", "one day old")
+    add(store, "2026-04-27", "three days before the last activity")
+    add(store, "2026-04-29", "one day before")
+    add(store, "2026-04-30", "the last day of activity")
     report = archive_observations(
         store, Settings(llm_provider="none", archive_after_days=2), today=date(2026, 5, 1)
     )
-    assert report.days == ["2026-04-28"]
-    report = archive_observations(
-        store, Settings(llm_provider="none", archive_after_days=0), today=date(2026, 5, 1)
-    )
-    assert report.days == ["2026-04-30"]
+    assert report.days == ["2026-04-27"]
+    report = archive_observations(store, SETTINGS0, today=date(2026, 5, 1))
+    assert report.days == ["2026-04-29"]
+    assert [d.date for d in store.read_observations().days] == ["2026-04-30"]
+
+
+def test_days_are_archived_by_the_memory_clock_not_the_wall_clock(store: MemoryStore) -> None:
+    # Months-old history (a backfill) with the wall clock far ahead: the newest week of
+    # activity stays in observations.md, only what is older than that goes.
+    for day in ("2025-09-01", "2025-09-20", "2025-09-25", "2025-09-27"):
+        add(store, day, f"fact of {day}")
+    report = archive_observations(store, SETTINGS, today=date(2026, 12, 1))
+    assert (report.last_activity, report.cutoff) == ("2025-09-27", "2025-09-20")
+    assert report.days == ["2025-09-01"]
+    kept = [d.date for d in store.read_observations().days]
+    assert kept == ["2025-09-20", "2025-09-25", "2025-09-27"]
+    # A day dated after today (a skewed clock) does not move the memory's clock past today.
+    add(store, "2027-01-01", "from a clock in the future")
+    report = archive_observations(store, SETTINGS, today=date(2025, 10, 10))
+    assert report.last_activity == "2025-10-10"
+    assert report.days == ["2025-09-20", "2025-09-25", "2025-09-27"]
 
 
 def test_crash_between_the_two_writes_loses_and_duplicates_nothing(
@@ -130,23 +155,26 @@ def test_crash_between_the_two_writes_loses_and_duplicates_nothing(
 
     monkeypatch.setattr(archive_module, "atomic_write", dies_on_observations)
     with pytest.raises(MemoryFileError):
-        archive_observations(original, SETTINGS, today=date(2026, 3, 1))
+        archive_observations(original, SETTINGS0, today=date(2026, 3, 1))
     # The archive month is written; observations.md is untouched: the days are in both places.
     assert original.observations_path.read_bytes() == before
-    assert archived_ids(original) == ids
+    last_day = {o.id for o in original.read_observations().observations if o.date == "2026-02-12"}
+    moved = ids - last_day
+    assert archived_ids(original) == moved
     first = month(original, "2026-02").read_bytes()
     monkeypatch.setattr(archive_module, "atomic_write", real)
-    report = archive_observations(original, SETTINGS, today=date(2026, 3, 1))
-    assert report.recovered == ["2026-02-10", "2026-02-11", "2026-02-12"]
+    report = archive_observations(original, SETTINGS0, today=date(2026, 3, 1))
+    assert report.recovered == ["2026-02-10", "2026-02-11"]
     assert report.files == []  # nothing new to add to the archive
     assert month(original, "2026-02").read_bytes() == first
-    assert original.read_observations().ids() == set()
+    assert original.read_observations().ids() == last_day
     archived = parse_observations(first)
-    assert len(archived.observations) == len(ids)  # no duplicate lines
-    assert archived.ids() == ids
+    assert len(archived.observations) == len(moved)  # no duplicate lines
+    assert archived.ids() == moved
 
 
 def test_partial_day_in_archive_gets_only_missing_lines(store: MemoryStore) -> None:
+    active(store, "2026-05-01")
     add(store, "2026-04-02", "first fact", "second fact")
     archive_observations(store, SETTINGS, today=date(2026, 5, 1))
     # A backfill brings the same day again: one known line, one new, and a new context.
@@ -187,9 +215,10 @@ def test_merge_day_reports_present_partial_added() -> None:
 def test_crlf_and_missing_final_newline_survive(store: MemoryStore) -> None:
     data = (FIXTURES / "broken" / "crlf-observations.md").read_bytes()
     store.observations_path.write_bytes(data.rstrip(b"\r\n"))
-    ids = store.read_observations().ids()
+    doc = store.read_observations()
+    ids = {o.id for o in doc.observations if o.date != doc.days[-1].date}
     assert ids
-    archive_observations(store, SETTINGS, today=date(2099, 1, 1))
+    archive_observations(store, SETTINGS0, today=date(2099, 1, 1))
     archived = archived_ids(store)
     assert archived == ids
     for path in (store.archive_dir / "observations").glob("*.md"):
@@ -200,7 +229,7 @@ def test_crlf_and_missing_final_newline_survive(store: MemoryStore) -> None:
 
 def test_archived_observations_stay_searchable(original: MemoryStore) -> None:
     assert search(original, "Tortoise nested prefetch")[0].kind == "observation"
-    archive_observations(original, SETTINGS, today=date(2026, 3, 30))
+    archive_observations(original, SETTINGS0, today=date(2026, 3, 30))
     hits = search(original, "Tortoise nested prefetch")
     assert hits and hits[0].kind == "archive"
     assert hits[0].file == "archive/observations/2026-02.md"
@@ -210,6 +239,7 @@ def test_archived_observations_stay_searchable(original: MemoryStore) -> None:
 def test_observation_written_again_after_its_day_was_archived_is_not_duplicated(
     store: MemoryStore,
 ) -> None:
+    active(store, "2026-05-01")
     first = new_observation("Fact zero", date="2026-04-02", type="fact", importance=0.2)
     store.add_observations([first])
     archive_observations(store, SETTINGS, today=date(2026, 5, 1))
@@ -222,21 +252,25 @@ def test_observation_written_again_after_its_day_was_archived_is_not_duplicated(
     archived = parse_observations(month(store, "2026-04").read_bytes())
     assert [o.id for o in archived.observations] == [first.id]
     assert archived.observations[0].importance == 0.2  # the first line stays as it was
-    assert store.read_observations().days == []
+    assert [d.date for d in store.read_observations().days] == ["2026-05-01"]
 
 
 def test_one_run_or_one_run_per_day_give_the_same_archive(tmp_path: Path) -> None:
-    def fill(home: Path) -> MemoryStore:
-        store = MemoryStore(home).ensure()
-        for n in range(1, 9):
-            add(store, f"2026-04-0{n}", f"fact {n} of the month", f"another fact {n}")
-        store.add_observations([], context={"2026-04-03": {"Active task": "archiving"}})
-        return store
+    def fill(store: MemoryStore, n: int) -> None:
+        add(store, f"2026-04-0{n}", f"fact {n} of the month", f"another fact {n}")
+        if n == 3:
+            store.add_observations([], context={"2026-04-03": {"Active task": "archiving"}})
 
-    together = fill(tmp_path / "a")
+    together = MemoryStore(tmp_path / "a").ensure()
+    for n in range(1, 10):
+        fill(together, n)
+    active(together, "2026-05-01")
     archive_observations(together, SETTINGS, today=date(2026, 5, 1))
-    apart = fill(tmp_path / "b")
-    for n in range(2, 10):
-        archive_observations(apart, SETTINGS, today=date(2026, 4, n) + timedelta(days=7))
+    apart = MemoryStore(tmp_path / "b").ensure()
+    for n in range(1, 10):
+        fill(apart, n)  # a day of work, then that day's run: the week before it goes
+        archive_observations(apart, SETTINGS, today=date(2026, 4, n) + timedelta(days=1))
+    active(apart, "2026-05-01")
+    archive_observations(apart, SETTINGS, today=date(2026, 5, 1))
     assert month(apart, "2026-04").read_bytes() == month(together, "2026-04").read_bytes()
     assert parse_observations(month(apart, "2026-04").read_bytes()).issues == []

@@ -17,6 +17,7 @@ from fakes.llm_server import ErrorReply, FakeLLMServer, Reply
 
 from obsmem.memory.model import Observation, Provenance
 from obsmem.memory.store import MemoryStore, new_observation
+from obsmem.reflect.clock import load_state
 from obsmem.reflect.llm import MAX_ARCHIVES, build_request, parse_operations
 from obsmem.reflect.offline import ReflectReport, reflect
 from obsmem.reflect.reflections import OmLine, ReflectionsDoc
@@ -165,9 +166,61 @@ def test_request_holds_only_touched_sections_and_new_observations(
     themes = by_section["Section: Recent Themes"].user
     assert SECRET_THEME in themes and new[1].id in themes
     assert OLD[0].text not in themes and new[0].id not in themes
-    for request in sent:  # Key Facts has no new observation: never sent
-        assert "Key Facts" not in request.user and "Lyon" not in request.user
+    for request in sent:  # Key Facts has no new observation: its lines are never sent
+        assert "Lyon" not in request.user
         assert "reflector of a memory system" in request.system
+        # Every section is listed by name, so a line can be moved to where it belongs.
+        listed = request.user.split("<section>")[0]
+        for name in ("Core Identity", "Active Projects / atlas", PREFS, "Key Facts & Context",
+                     "Recent Themes", "Archive"):  # fmt: skip
+            assert f"\n- {name}\n" in listed
+        assert "Dormant" not in listed  # the ageing rules' own
+
+
+def test_move_and_complete_are_applied(
+    store: MemoryStore, settings: Settings, fake_llm: FakeLLMServer, new: list[Observation]
+) -> None:
+    chore = new[1]
+    fake_llm.push(
+        ops({"op": "move", "section": PREFS, "id": OLD[0].rid, "to": "Key Facts & Context"}),
+        ops({"op": "complete", "section": "Recent Themes", "id": THEME.rid, "cites": [chore.id]}),
+    )
+    report = run(store, settings)
+    assert (report.llm_applied, report.llm_rejected, report.moved) == (2, 0, 1)
+    found = lines(store)
+    assert found[OLD[0].rid][0] == "Key Facts & Context"
+    assert found[OLD[0].rid][1].cites == OLD[0].cites  # moved as it was
+    section, done = found[THEME.rid]
+    assert section == "Recent Themes" and done.emoji == "✅"
+    assert done.cites == [*THEME.cites, chore.id] and done.seen == chore.date
+    assert "- ✅ Investigated the flaky websocket reconnect (seen 2026-03-25;" in text_of(store)
+    assert_nothing_lost(store)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"op": "move", "section": PREFS, "id": OLD[0].rid, "to": "Secret Plans"},
+        {"op": "move", "section": PREFS, "id": OLD[0].rid, "to": "Dormant"},
+        {"op": "move", "section": PREFS, "id": OLD[0].rid, "to": PREFS},
+        {"op": "move", "section": PREFS, "id": "h1", "to": "Key Facts & Context"},
+        {"op": "move", "section": PREFS, "id": THEME.rid, "to": "Key Facts & Context"},
+        {"op": "complete", "section": PREFS, "id": OLD[0].rid, "cites": []},
+        {"op": "complete", "section": PREFS, "id": OLD[0].rid, "cites": ["o9aaaaaaaa"]},
+    ],
+)
+def test_bad_move_or_completion_is_rejected(
+    store: MemoryStore, settings: Settings, fake_llm: FakeLLMServer, new: list[Observation],
+    bad: dict[str, Any],
+) -> None:  # fmt: skip
+    before = {rid: found for rid, found in lines(store).items()}
+    fake_llm.push(ops(bad), ops())
+    report = run(store, settings)
+    assert report.llm_rejected == 1 and report.llm_applied == 0
+    after = lines(store)
+    for rid in (OLD[0].rid, THEME.rid):
+        assert after[rid][0] == before[rid][0] and after[rid][1].emoji == before[rid][1].emoji
+    assert_nothing_lost(store)
 
 
 @pytest.mark.parametrize(
@@ -243,7 +296,8 @@ def test_provider_down_falls_back_to_offline_rules(
     assert len(fake_llm.completion_requests()) == 1  # no second request after a provider failure
     assert report.llm_failed == 2 and report.llm_sections == 0
     assert any("provider failed" in n for n in report.notes)
-    assert important.id in text_of(store) and report.promoted == 1
+    # Both preferences: the important one and the one stated once at 0.6.
+    assert important.id in text_of(store) and report.promoted == 2
     assert_nothing_lost(store)
 
 
@@ -258,7 +312,9 @@ def test_provider_down_with_defer_leaves_observations_for_later(
     fake_llm.push(ErrorReply(500, "down"))
     report = run(store, deferring)
     assert important.id not in text_of(store)
-    assert report.last_reflected == "2026-03-24"  # the day before the first deferred one
+    # Still new for the next run: deferred ids are not noted as reflected, whatever the stamp.
+    assert report.last_reflected == "2026-03-30"
+    assert important.id not in load_state(store).reflected
     assert any("OM_FALLBACK=defer" in n for n in report.notes)
     fake_llm.push(
         ops({"op": "add", "section": PREFS, "text": "Prefers zstd", "cites": [important.id]}),

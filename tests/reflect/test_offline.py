@@ -43,6 +43,11 @@ def obs(
     )
 
 
+def work(day: str, project: str | None = None) -> Observation:
+    """A routine observation on ``day``: activity that moves the memory's clock, nothing more."""
+    return obs(f"Routine work on {day}", day, type="task", i=0.3, project=project)
+
+
 def run(
     store: MemoryStore, today: str, settings: Settings = SETTINGS, **kw: object
 ) -> ReflectReport:
@@ -77,19 +82,22 @@ def test_important_observation_is_promoted_into_its_project(store: MemoryStore) 
 
 
 def test_seen_on_two_days_is_promoted_once_on_one_day_is_not(store: MemoryStore) -> None:
-    store.add_observations([obs("CI runs on GitHub Actions with four workers", "2026-03-02")])
-    store.add_observations([obs("CI runs on GitHub Actions with four workers.", "2026-03-02",
+    first = obs("The weekly sync moved to the small meeting room", "2026-03-02")
+    store.add_observations([first])
+    store.add_observations([obs("The weekly sync moved to the small meeting room.", "2026-03-02",
                                 time="11:00")])  # fmt: skip
     run(store, "2026-03-03")
     assert lines_in(store) == {}
-    again = obs("ci runs on GitHub Actions with four workers", "2026-03-04")
+    again = obs("the weekly sync moved to the small meeting room", "2026-03-04")
     store.add_observations([again])
     report = run(store, "2026-03-05")
     assert report.promoted == 1
     (section, _, line), *rest = lines_in(store).values()
     assert rest == [] and section == "Key Facts & Context"
     assert line.seen == "2026-03-04" and line.emoji == "🟡"
-    assert line.cites[0] == again.id and len(line.cites) == 3
+    # Founded on the first sighting, citing all three in date order.
+    assert line.text == first.text and line.cites[0] == first.id
+    assert line.cites[-1] == again.id and len(line.cites) == 3
 
 
 def test_every_red_line_is_promoted_whatever_its_score(store: MemoryStore) -> None:
@@ -170,27 +178,46 @@ def test_hand_written_line_covers_an_observation(store: MemoryStore) -> None:
     assert lines_in(store) == {}
 
 
-def test_newer_decision_replaces_the_older_with_a_note(store: MemoryStore) -> None:
-    old = obs("Uses Alembic for database migrations", "2026-03-02", type="decision", i=0.85,
-              project="billing")  # fmt: skip
+def migrations(tool: str, day: str) -> Observation:
+    """A decision of billing's about its migration tool."""
+    return obs(f"Uses {tool} for database migrations", day, type="decision", i=0.85,
+               project="billing")  # fmt: skip
+
+
+def test_newer_decision_supersedes_the_older_which_is_kept_marked(store: MemoryStore) -> None:
+    old = migrations("Alembic", "2026-03-02")
     store.add_observations([old])
     run(store, "2026-03-03")
-    new = obs("Uses Aerich for database migrations", "2026-03-05", type="decision", i=0.85,
-              project="billing")  # fmt: skip
+    new = migrations("Aerich", "2026-03-05")
     store.add_observations([new])
     report = run(store, "2026-03-06")
     assert report.replaced == 1
-    (section, sub, line), *rest = lines_in(store).values()
-    assert rest == [] and (section, sub) == ("Active Projects", "billing")
-    assert line.text == (
-        "Uses Aerich for database migrations (replacing Uses Alembic for database migrations)"
+    found = {(section, sub): line for section, sub, line in lines_in(store).values()}
+    assert set(found) == {("Active Projects", "billing"), ("Archive", None)}
+    current, replaced = found["Active Projects", "billing"], found["Archive", None]
+    assert current.text == "Uses Aerich for database migrations"
+    assert current.cites == [new.id] and current.seen == "2026-03-05"
+    # The old fact is not dropped: marked as replaced, with the date and its own citations.
+    assert replaced.text == (
+        "~~Uses Alembic for database migrations~~ → replaced by "
+        "Uses Aerich for database migrations (2026-03-05)"
     )
-    assert line.cites == [old.id, new.id] and line.seen == "2026-03-05"
+    assert replaced.cites == [old.id] and replaced.replaced
     # A different subject in the same project is a new line, not a replacement.
     store.add_observations([obs("Chose Redis for the session cache", "2026-03-06",
                                 type="decision", i=0.85, project="billing")])  # fmt: skip
     assert run(store, "2026-03-07").replaced == 0
-    assert len(lines_in(store)) == 2
+    assert len(lines_in(store)) == 3
+
+
+def test_an_older_decision_arriving_later_is_kept_as_replaced(store: MemoryStore) -> None:
+    store.add_observations([migrations("Aerich", "2026-03-05")])
+    run(store, "2026-03-06")
+    store.add_observations([migrations("Alembic", "2026-03-02")])  # a backfill of older work
+    assert run(store, "2026-03-07").replaced == 1
+    found = {(section, sub): line for section, sub, line in lines_in(store).values()}
+    assert found["Active Projects", "billing"].text == "Uses Aerich for database migrations"
+    assert found["Archive", None].text.startswith("~~Uses Alembic for database migrations~~ →")
 
 
 def test_ageing_demotes_after_14_days_and_retires_after_30(store: MemoryStore) -> None:
@@ -204,9 +231,13 @@ def test_ageing_demotes_after_14_days_and_retires_after_30(store: MemoryStore) -
     run(store, "2026-03-03")
     where = {t: (s, sub) for t, (s, sub, _) in lines_in(store).items()}
     assert where["Pairing sessions with the platform team"] == ("Recent Themes", None)
-    report = run(store, "2026-03-15")  # 13 days after the last sighting
+    # Days without activity age nothing: the memory's clock stands still.
+    assert run(store, "2026-05-01").demoted == 0
+    store.add_observations([work("2026-03-15", "atlas")])
+    report = run(store, "2026-05-01")  # 13 days of activity after the last sighting
     assert report.demoted == 0
-    report = run(store, "2026-03-16")
+    store.add_observations([work("2026-03-16", "atlas")])
+    report = run(store, "2026-05-01")
     assert report.demoted == 2
     where = {t: (s, sub) for t, (s, sub, _) in lines_in(store).items()}
     assert where == {
@@ -216,7 +247,8 @@ def test_ageing_demotes_after_14_days_and_retires_after_30(store: MemoryStore) -
     }
     # The emptied project subsection goes; the standard section heading stays.
     assert b"## Active Projects\n\n## Preferences" in reflections(store)
-    report = run(store, "2026-04-01")
+    store.add_observations([work("2026-04-01", "atlas")])
+    report = run(store, "2026-05-01")
     assert report.retired == 1
     where = {t: (s, sub) for t, (s, sub, _) in lines_in(store).items()}
     assert where["Pairing sessions with the platform team"] == ("Archive", None)
@@ -224,10 +256,27 @@ def test_ageing_demotes_after_14_days_and_retires_after_30(store: MemoryStore) -
     assert where["Prefers squash merges"] == ("Preferences & Opinions", None)
 
 
+def test_a_project_ages_with_its_own_activity(store: MemoryStore) -> None:
+    store.add_observations([
+        obs("Shipped the invoice export", "2026-03-02", type="milestone", i=0.9,
+            project="billing"),
+        obs("Shipped the search page", "2026-03-02", type="milestone", i=0.9, project="atlas"),
+    ])  # fmt: skip
+    run(store, "2026-03-03")
+    # Weeks of work on atlas only: billing's lines wait for billing, atlas's age.
+    store.add_observations([work("2026-03-25", "atlas")])
+    report = run(store, "2026-03-26")
+    assert report.demoted == 1
+    where = {t: (s, sub) for t, (s, sub, _) in lines_in(store).items()}
+    assert where["Shipped the invoice export"] == ("Active Projects", "billing")
+    assert where["Shipped the search page"] == ("Dormant", "atlas")
+
+
 def test_dormant_line_seen_again_comes_back(store: MemoryStore) -> None:
     store.add_observations([obs("Nightly build is flaky on ARM", "2026-03-01", type="error",
                                 i=0.85)])  # fmt: skip
     run(store, "2026-03-02")
+    store.add_observations([work("2026-03-20")])
     run(store, "2026-03-20")
     assert lines_in(store)["Nightly build is flaky on ARM"][0] == "Dormant"
     store.add_observations([obs("Nightly build is flaky on ARM", "2026-03-21", type="error")])
@@ -339,16 +388,17 @@ def test_idempotent_and_dry_run_writes_nothing(store: MemoryStore) -> None:
     shutil.copy(FIXTURES / "original" / "observations.md", store.observations_path)
     shutil.copy(FIXTURES / "original" / "reflections.md", store.home / "reflections.md")
     snapshot = {p: p.read_bytes() for p in store.home.rglob("*.md")}
-    report = run(store, "2026-03-30", dry_run=True)
+    settings = Settings(llm_provider="none", archive_after_days=0)
+    report = run(store, "2026-03-30", settings, dry_run=True)
     assert {p: p.read_bytes() for p in store.home.rglob("*.md")} == snapshot
     assert report.changed and not report.written
     assert "+- 🔴 User cannot store secrets in the repo" in report.diff
     assert "+_Last reflected: 2026-03-29_" in report.diff
-    assert report.archive.days == ["2026-02-10", "2026-02-11", "2026-02-12"]
-    first = run(store, "2026-03-30")
+    assert report.archive.days == ["2026-02-10", "2026-02-11"]
+    first = run(store, "2026-03-30", settings)
     assert first.written and first.archive.days == report.archive.days
     after = {p: p.read_bytes() for p in store.home.rglob("*.md")}
-    second = run(store, "2026-03-30")
+    second = run(store, "2026-03-30", settings)
     assert not second.changed and not second.written and second.archive.days == []
     assert {p: p.read_bytes() for p in store.home.rglob("*.md")} == after
 
@@ -372,9 +422,9 @@ def test_original_reflections_keep_every_line(store: MemoryStore) -> None:
 def test_missed_days_are_reflected_from_the_archive(store: MemoryStore) -> None:
     store.add_observations([obs("Early important fact", "2026-03-01", i=0.9)])
     run(store, "2026-03-02")
-    store.add_observations([obs("Missed important fact", "2026-03-03", i=0.9)])
+    store.add_observations([obs("Missed important fact", "2026-03-03", i=0.9), work("2026-03-05")])
     archive_observations(store, Settings(archive_after_days=0), today=date(2026, 3, 10))
-    assert store.read_observations().days == []
+    assert [d.date for d in store.read_observations().days] == ["2026-03-05"]
     report = run(store, "2026-03-10")
     assert report.last_reflected_before == "2026-03-01"
     assert "Missed important fact" in lines_in(store)
@@ -446,11 +496,18 @@ def test_a_month_reflects_into_a_readable_file_within_bounds(store: MemoryStore)
     # Preferences seen on two days are promoted; chores and one-off notes are not.
     assert set(PREFERENCES[:4]) <= set(texts)
     assert not any(t.startswith(("Renamed a variable", "Read the changelog")) for t in texts)
-    assert any(t.startswith("Uses Aerich") and "(replacing Uses Alembic" in t for t in texts)
+    assert any(t.startswith("Uses Aerich") for t in texts)
+    assert any(
+        t.startswith("~~Uses Alembic") and "~~ → replaced by Uses Aerich" in t for t in texts
+    )
     assert any(p.section.name == "Dormant" for p in places)
-    # Only the last week is left in observations.md; the rest is archived.
-    assert store.read_observations().days[0].date == "2026-03-24"
-    # Twenty quiet days later, old themes retire to ## Archive and the file still parses.
+    # Only the last week of activity is left in observations.md; the rest is archived.
+    assert store.read_observations().days[0].date == "2026-03-23"
+    # Twenty quiet days later nothing has aged: ages run on the memory's clock.
+    later = reflect(store, SETTINGS, today=START + timedelta(days=50))
+    assert (later.retired, later.demoted, later.promoted) == (0, 0, 0)
+    # Then a day of work twenty days on: old themes retire to ## Archive, the file still parses.
+    store.add_observations([work((START + timedelta(days=49)).isoformat())])
     later = reflect(store, SETTINGS, today=START + timedelta(days=50))
     assert later.retired > 0 and later.promoted == 0
     assert parse_sections((store.home / "reflections.md").read_bytes()).issues == []

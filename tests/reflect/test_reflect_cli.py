@@ -23,6 +23,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "mem"
     monkeypatch.setenv("OM_HOME", str(path))
     monkeypatch.setenv("OM_LLM_PROVIDER", "none")
+    # Every day before the last day of activity (2026-02-12) goes to the archive.
+    monkeypatch.setenv("OM_ARCHIVE_AFTER_DAYS", "0")
     path.mkdir()
     shutil.copy(FIXTURES / "original" / "observations.md", path / "observations.md")
     shutil.copy(FIXTURES / "original" / "reflections.md", path / "reflections.md")
@@ -45,15 +47,15 @@ def test_dry_run_prints_the_diff_and_days_and_writes_nothing(home: Path) -> None
     assert snapshot(home) == before
     assert out.startswith("--- a/reflections.md\n+++ b/reflections.md\n")
     assert "+- 🔴 User cannot store secrets in the repo" in out
-    assert "would archive 3 day(s) older than" in out
-    assert "2026-02-10, 2026-02-11, 2026-02-12" in out
+    assert "would archive 2 day(s) older than 2026-02-12" in out
+    assert "2026-02-10, 2026-02-11" in out
     assert "reflections.md would go from 48 to" in out
 
 
 def test_reflect_writes_and_reports_then_has_nothing_to_do(home: Path) -> None:
     code, out = run("reflect")
     assert code == 0
-    assert "archived 3 day(s) older than" in out
+    assert "archived 2 day(s) older than 2026-02-12" in out
     assert "--- a/" not in out
     yesterday = (date.today() - timedelta(days=1)).isoformat()
     assert parse_sections((home / "reflections.md").read_bytes()).last_reflected == yesterday
@@ -69,7 +71,7 @@ def test_json_report(home: Path) -> None:
     data = json.loads(out)
     assert data["dry_run"] is True and data["written"] is False
     assert data["last_reflected_before"] == "2026-02-11"
-    assert data["archive"]["days"] == ["2026-02-10", "2026-02-11", "2026-02-12"]
+    assert data["archive"]["days"] == ["2026-02-10", "2026-02-11"]
     assert data["diff"].startswith("--- a/reflections.md")
 
 

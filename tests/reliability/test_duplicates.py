@@ -2,9 +2,11 @@
 as a second copy of a session, and by eight observers at once while ``om reflect`` archives days
 in between, is written once.
 
-The transcripts' messages are ten days old and ``OM_ARCHIVE_AFTER_DAYS=1``, so the catch-up
-reflection at the end of each ``om observe`` (and the ``om reflect`` runs beside them) move their
-days to ``archive/`` while other observers are still writing. The offline rules make the same
+The transcripts' messages are ten days old but one session's, which is today's, and
+``OM_ARCHIVE_AFTER_DAYS=1``, so the catch-up reflection at the end of each ``om observe`` (and the
+``om reflect`` runs beside them) move the older days to ``archive/`` (days are archived by the
+memory's own clock: today's session is its last activity) while other observers are still
+writing. The offline rules make the same
 observation of the same message every time, so a second write shows as an id counted twice, and
 the total must equal what one run over the originals writes.
 """
@@ -27,11 +29,11 @@ from obsmem.memory.store import MemoryStore
 
 
 def _sessions(root: Path, count: int, seed: int) -> Transcripts:
-    """``count`` Claude Code sessions whose messages are ten days old."""
+    """``count`` Claude Code sessions whose messages are ten days old, but the first's: today."""
     transcripts = Transcripts(root, random.Random(seed))
     transcripts.create(count, 0, messages=0)
-    for item in transcripts.files:
-        item.moment = datetime.now(UTC) - timedelta(days=10)
+    for n, item in enumerate(transcripts.files):
+        item.moment = datetime.now(UTC) - timedelta(days=10 if n else 0)
         transcripts.append(item, 5)
     return transcripts
 
@@ -106,8 +108,10 @@ def _eight_at_once(root: Path, sessions: int, seed: int, rounds: int) -> tuple[C
 
 def _one_after_the_other(root: Path, sessions: int, seed: int) -> Counter[str]:
     env, store, transcripts = _home(root, sessions, seed)
-    _ok(run_om(env, "observe", "--flush", "--min-new", "0"))  # catch-up archives these days
-    assert not store.read_observations().observations
+    _ok(run_om(env, "observe", "--flush", "--min-new", "0"))  # catch-up archives old days
+    today = max(o.date for o in store.read_observations().observations)
+    assert all(o.date == today for o in store.read_observations().observations)
+    assert (store.archive_dir / "observations").is_dir()
     _copies(transcripts)
     _ok(run_om(env, "observe", "--flush", "--min-new", "0"))
     return _ids(store)
