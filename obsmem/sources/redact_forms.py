@@ -169,24 +169,37 @@ def _k8s_secrets(text: str, spans: list[tuple[int, int, str]]) -> None:
             pos = item.end()
 
 
+# Every trigger, and for each the forms it lets run (by their place in _FORMS).
+_FORMS_OF: dict[str, tuple[int, ...]] = {}
+for _i, (_kind, _triggers, _pattern) in enumerate(_FORMS):
+    for _trigger in _triggers:
+        _FORMS_OF[_trigger] = (*_FORMS_OF.get(_trigger, ()), _i)
+for _trigger in ("htpasswd", "pgpass", "auth", "kind: secret", 'kind: "secret"'):
+    _FORMS_OF.setdefault(_trigger, ())
+_TRIGGERS = tuple(_FORMS_OF)
+
+
 def redact_forms(text: str, low: str, counts: Counter[str]) -> list[tuple[int, int, str]]:
     """The spans of the secrets the forms above find in ``text`` (``low`` is its lowercase
     copy, same positions), in order, each counted in ``counts``."""
     spans: list[tuple[int, int, str]] = []
-    for kind, triggers, pattern in _FORMS:
-        if any(t in low for t in triggers):
+    # Each trigger is looked up once, however many forms share it; most texts have none.
+    present = {t for t in _TRIGGERS if t in low}
+    if present:
+        for i in sorted({i for t in present for i in _FORMS_OF[t]}):
+            kind, _, pattern = _FORMS[i]
             for m in pattern.finditer(text):
                 span = _value_span(m)
                 if span is not None and _is_secret(text[span[0] : span[1]]):
                     spans.append((*span, kind))
-    if "htpasswd" in low:
-        _htpasswd(text, spans)
-    if ":*:" in text or "pgpass" in low or text.count(":") >= 4:
+        if "htpasswd" in present:
+            _htpasswd(text, spans)
+        if "auth" in present:
+            _auths(text, low, spans)
+        if "kind: secret" in present or 'kind: "secret"' in present:
+            _k8s_secrets(text, spans)
+    if ":*:" in text or "pgpass" in present or text.count(":") >= 4:
         _pgpass(text, spans)
-    if "auth" in low:
-        _auths(text, low, spans)
-    if "kind: secret" in low or 'kind: "secret"' in low:
-        _k8s_secrets(text, spans)
     if len(spans) > 1:
         spans.sort()
     kept: list[tuple[int, int, str]] = []
