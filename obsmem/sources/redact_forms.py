@@ -24,69 +24,79 @@ _VALUE = r"""(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"'`|;&<>]{1,200}))"""
 # The rest of a command up to an option: bounded, and across backslash-continued lines.
 _ARGS = r"(?:[^\n|;&\\]|\\\r?\n|\\(?=[^\r\n])){0,300}?"
 
+
+
+def _word(*names: str) -> str:
+    """``\b(?:name|...)`` written so that ``re`` can skip to the names' first letters: each
+    name is matched first and its start checked after (a lookbehind); a leading ``\b`` would
+    make the search try every position of the text."""
+    return "(?:" + "|".join(f"{re.escape(n)}(?<!\\w{re.escape(n)})" for n in names) + ")"
+
+
 # (kind, triggers (lowercase substrings, any of them), pattern). The secret is the pattern's
 # first group that matched among its quoted / unquoted alternatives.
 _FORMS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     # curl -u user:pass, --user=user:pass, -uuser:pass
     ("password", ("curl",), re.compile(
-        r"\bcurl\b" + _ARGS + r"(?<=\s)(?:-u|--user|--proxy-user)(?:=|[ \t]{1,5})?[\"']?"
+        _word("curl") + r"\b" + _ARGS + r"(?<=\s)(?:-u|--user|--proxy-user)(?:=|[ \t]{1,5})?[\"']?"
         r"[^\s:\"'/@%]{1,100}:(?!//)([^\s\"']{1,200})")),
     # smbclient -U user%pass
     ("password", ("-u",), re.compile(
-        r"(?<=\s)-U[ \t]{1,5}[\"']?[^\s%\"']{1,100}%([^\s\"']{1,200})")),
+        r"-U(?<=\s-U)[ \t]{1,5}[\"']?[^\s%\"']{1,100}%([^\s\"']{1,200})")),
     # mysql -pSECRET, mysqldump -p'SECRET' (with no space: "-p" alone asks for it)
     ("password", ("mysql", "mariadb"), re.compile(
-        r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mariadb|mariadb-dump)"
-        r"\b" + _ARGS + r"(?<=\s)-p" + _VALUE)),
+        _word("mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlcheck", "mysqlsh", "mariadb",
+              "mariadb-dump") + r"\b" + _ARGS + r"(?<=\s)-p" + _VALUE)),
     # sshpass -p SECRET / -pSECRET
     ("password", ("sshpass",), re.compile(
-        r"\bsshpass\b" + _ARGS + r"(?<=\s)-p[ \t]{0,5}" + _VALUE)),
+        _word("sshpass") + r"\b" + _ARGS + r"(?<=\s)-p[ \t]{0,5}" + _VALUE)),
     # redis-cli -a SECRET
     ("password", ("redis-cli",), re.compile(
-        r"\bredis-cli\b" + _ARGS + r"(?<=\s)-a[ \t]{1,5}" + _VALUE)),
+        _word("redis-cli") + r"\b" + _ARGS + r"(?<=\s)-a[ \t]{1,5}" + _VALUE)),
     # mongo / mongosh -p SECRET
     ("password", ("mongo",), re.compile(
-        r"\bmongo(?:sh|dump|restore|import|export)?\b" + _ARGS
+        _word("mongo") + r"(?:sh|dump|restore|import|export)?\b" + _ARGS
         + r"(?<=\s)-p[ \t]{1,5}" + _VALUE)),
     # docker / podman / helm / oras login -p SECRET
-    ("password", ("login",), re.compile(r"\blogin\b" + _ARGS + r"(?<=\s)-p[ \t]{1,5}" + _VALUE)),
+    ("password", ("login",), re.compile(_word("login") + r"\b" + _ARGS + r"(?<=\s)-p[ \t]{1,5}" + _VALUE)),
     # az login -p, sqlcmd / bcp -P, zip / unzip -P, mosquitto -P, ssh-keygen -N / -P
     ("password", ("sqlcmd", "bcp ", "zip", "mosquitto", "ssh-keygen"), re.compile(
-        r"\b(?:sqlcmd|bcp|zip|unzip|mosquitto_pub|mosquitto_sub|ssh-keygen)\b" + _ARGS + r""
+        _word("sqlcmd", "bcp", "zip", "unzip", "mosquitto_pub", "mosquitto_sub", "ssh-keygen")
+        + r"\b" + _ARGS + r""
         r"(?<=\s)-[PN][ \t]{1,5}" + _VALUE)),
     # 7z a -pSECRET, rar -pSECRET
     ("password", ("7z", "rar"), re.compile(
-        r"\b(?:7z|7za|rar|unrar)\b" + _ARGS + r"(?<=\s)-p(?!\s)" + _VALUE)),
+        _word("7z", "7za", "rar", "unrar") + r"\b" + _ARGS + r"(?<=\s)-p(?!\s)" + _VALUE)),
     # ldapsearch -w SECRET
     ("password", ("ldap",), re.compile(
-        r"\bldap\w{0,10}\b" + _ARGS + r"(?<=\s)-w[ \t]{1,5}" + _VALUE)),
+        _word("ldap") + r"\w{0,10}\b" + _ARGS + r"(?<=\s)-w[ \t]{1,5}" + _VALUE)),
     # openssl ... -passin pass:SECRET, -k SECRET
     ("password", ("pass:",), re.compile(r"pass:(?<![\w-]pass:)" + _VALUE)),
     ("password", ("openssl",), re.compile(
-        r"\bopenssl\b" + _ARGS + r"(?<=\s)-k[ \t]{1,5}" + _VALUE)),
+        _word("openssl") + r"\b" + _ARGS + r"(?<=\s)-k[ \t]{1,5}" + _VALUE)),
     # xfreerdp /p:SECRET
-    ("password", ("/p:",), re.compile(r"(?<=\s)/p:" + _VALUE)),
+    ("password", ("/p:",), re.compile(r"/p:(?<=\s/p:)" + _VALUE)),
     # rabbitmqctl add_user NAME SECRET / change_password NAME SECRET
     ("password", ("rabbitmqctl",), re.compile(
-        r"\brabbitmqctl[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+" + _VALUE)),
+        _word("rabbitmqctl") + r"[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+" + _VALUE)),
     # wpa_passphrase SSID SECRET; nmcli ... password SECRET
-    ("password", ("wpa_passphrase",), re.compile(r"\bwpa_passphrase[ \t]+\S+[ \t]+" + _VALUE)),
+    ("password", ("wpa_passphrase",), re.compile(_word("wpa_passphrase") + r"[ \t]+\S+[ \t]+" + _VALUE)),
     ("password", ("nmcli",), re.compile(
-        r"\bnmcli\b" + _ARGS + r"[ \t](?:password|psk)[ \t]+" + _VALUE)),
+        _word("nmcli") + r"\b" + _ARGS + r"[ \t](?:password|psk)[ \t]+" + _VALUE)),
     # echo SECRET | docker login --password-stdin; echo SECRET | sudo -S
     ("password", ("password-stdin", "sudo -s"), re.compile(
-        r"\becho[ \t]+(?:-n[ \t]+)?" + _VALUE + r"[ \t]*\|[ \t]*[^\n|]{0,100}?"
+        _word("echo") + r"[ \t]+(?:-n[ \t]+)?" + _VALUE + r"[ \t]*\|[ \t]*[^\n|]{0,100}?"
         r"(?:--password-stdin|sudo[ \t]+-S)")),
     # mc alias set NAME URL ACCESS SECRET
     ("secret", ("mc alias", "mc config"), re.compile(
-        r"\bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+"
+        _word("mc") + r"[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+"
         + _VALUE)),
     # sqlplus user/SECRET@db, JDBC thin user/SECRET@host
     ("password", ("sqlplus", "thin:"), re.compile(
-        r"(?:\bsqlplus[ \t]+(?:-\w+[ \t]+)*|thin:)[\"']?[^\s/@\"']{1,100}/([^\s@\"']{1,200})@")),
+        r"(?:" + _word("sqlplus") + r"[ \t]+(?:-\w+[ \t]+)*|thin:)[\"']?[^\s/@\"']{1,100}/([^\s@\"']{1,200})@")),
     # .netrc: machine HOST login USER password SECRET (on one line or several)
     ("password", ("machine", "default"), re.compile(
-        r"\b(?:machine[ \t]+\S+|default)\b(?:\s+(?:login|account)\s+\S{1,200}){0,2}"
+        r"(?:" + _word("machine") + r"[ \t]+\S+|" + _word("default") + r")\b(?:\s+(?:login|account)\s+\S{1,200}){0,2}"
         r"\s+password\s+" + _VALUE)),
     # Azure SAS tokens and presigned URLs: the signature is the credential
     ("secret", ("sig=", "signature="), re.compile(
