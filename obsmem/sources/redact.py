@@ -31,8 +31,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from obsmem.sources.redact_forms import redact_forms
+from obsmem.sources.redact_forms import PGPASS_COLONS, TRIGGERS, redact_forms
 from obsmem.sources.redact_keys import (
+    KEYWORDS,
     ascii_lower,
     is_placeholder,
     redact_assignments,
@@ -308,6 +309,53 @@ def _may_hold_blob(text: str) -> bool:
     return False
 
 
+# --- What a text must hold for any pass to find anything -----------------------------------
+# Every token shape, gated shape, key body and blob is a run of at least 15 of these characters
+# (the runs of both passes and the gated shapes' own characters); the lines of a wrapped token
+# may each be shorter, hence a line break counts as a possible run too.
+_ANY_RUN_BYTES = frozenset(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.:/+=~"
+)
+_ANY_RUN_TABLE = bytes(0x61 if i in _ANY_RUN_BYTES else 0x20 for i in range(256))
+_ANY_RUN_NEEDLE = b"a" * 15
+
+
+def _may_hold_token(text: str) -> bool:
+    """Whether ``text`` has a line break or a run of 15 token characters (cheap pre-check)."""
+    if "\n" in text:
+        return True
+    return text.encode("ascii", "replace").translate(_ANY_RUN_TABLE).find(_ANY_RUN_NEEDLE) != -1
+
+
+def _minimal(words: Iterable[str]) -> tuple[str, ...]:
+    """``words`` less those that hold another of them (absent whenever the shorter one is)."""
+    unique = sorted(set(words), key=len)
+    return tuple(w for i, w in enumerate(unique) if not any(u in w for u in unique[:i]))
+
+
+# The triggers of every other pass, all lowercase: the private, PEM and data URI spans, the
+# header rules, URL passwords, the command-line and file forms, the key assignments.
+_TRIGGERS = _minimal(
+    (
+        "<private",
+        "-----begin ",
+        "data:",
+        "://",
+        *(trigger for rule in _CASELESS_RULES for trigger in rule.triggers),
+        *TRIGGERS,
+        *KEYWORDS,
+    )
+)
+
+
+def _nothing_to_find(text: str, low: str) -> bool:
+    """True when no pass can find anything in ``text`` (``low`` its lowercase copy): most short
+    turns ("Running the tests.") are told so by a few C-speed scans."""
+    if _may_hold_token(text) or text.count(":") >= PGPASS_COLONS:
+        return False
+    return not any(trigger in low for trigger in _TRIGGERS)
+
+
 def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
     """``text`` with every secret replaced by ``[REDACTED:<kind>]``, and how many of each kind.
 
@@ -319,6 +367,8 @@ def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
         return text, counts
     original = text
     low = ascii_lower(text)
+    if _nothing_to_find(text, low):
+        return text, counts
     # The passes in order. Whole spans first (private, PEM, data URIs) so no rule sees their
     # insides; specific token shapes before the generic key=value pass, so a labelled value
     # keeps its precise kind. Each pass is skipped unless its trigger occurs; for the token
@@ -330,12 +380,13 @@ def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
         text = _private_keys(text, counts)
     if "data:" in text:
         text = _data_uris(text, counts)
-    text = splice(text, redact_shapes(text, counts))
-    if _RUN.search(text) is not None:  # no 15-character run: no token can be there
-        present = {char for char in "-_:." if char in text}
-        for anchor, search, rule in _CASED_SEARCHES:
-            if (not anchor or anchor in present) and search(text) is not None:
-                text = _apply_rule(rule, text, counts)
+    if _may_hold_token(text):
+        text = splice(text, redact_shapes(text, counts))
+        if _RUN.search(text) is not None:  # no 15-character run: no token can be there
+            present = {char for char in "-_:." if char in text}
+            for anchor, search, rule in _CASED_SEARCHES:
+                if (not anchor or anchor in present) and search(text) is not None:
+                    text = _apply_rule(rule, text, counts)
     for rule in _CASELESS_RULES:
         for trigger in rule.triggers:
             if trigger in low:

@@ -18,7 +18,7 @@ from collections import Counter
 
 from obsmem.sources.redact_keys import is_placeholder
 
-__all__ = ["redact_forms"]
+__all__ = ["PGPASS_COLONS", "TRIGGERS", "redact_forms"]
 
 _VALUE = r"""(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"'`|;&<>]{1,200}))"""
 # The rest of a command up to an option: bounded, and across backslash-continued lines.
@@ -187,6 +187,11 @@ for _i, (_kind, _triggers, _pattern) in enumerate(_FORMS):
 for _trigger in ("htpasswd", "pgpass", "auth", "kind: secret", 'kind: "secret"'):
     _FORMS_OF.setdefault(_trigger, ())
 _TRIGGERS = tuple(_FORMS_OF)
+#: A ``.pgpass`` line has this many colons: a text with fewer holds none.
+PGPASS_COLONS = 4
+#: Lowercase substrings one of which a text must hold (or :data:`PGPASS_COLONS` colons) for
+#: :func:`redact_forms` to find anything in it.
+TRIGGERS = (*_TRIGGERS, ":*:")
 
 
 def redact_forms(text: str, low: str, counts: Counter[str]) -> list[tuple[int, int, str]]:
@@ -208,7 +213,7 @@ def redact_forms(text: str, low: str, counts: Counter[str]) -> list[tuple[int, i
             _auths(text, low, spans)
         if "kind: secret" in present or 'kind: "secret"' in present:
             _k8s_secrets(text, spans)
-    if ":*:" in text or "pgpass" in present or text.count(":") >= 4:
+    if ":*:" in text or "pgpass" in present or text.count(":") >= PGPASS_COLONS:
         _pgpass(text, spans)
     if len(spans) > 1:
         spans.sort()

@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from functools import lru_cache
 
 __all__ = [
+    "KEYWORDS",
     "ascii_lower",
     "is_placeholder",
     "label",
@@ -91,6 +93,9 @@ def _is_code(value: str) -> bool:
 # Words a secret-holding key contains; searched with str.find (far faster than a regex
 # alternation); "key" counts only behind one of _KEY_PAIRS' words.
 _KEYWORDS = ("pass", "pwd", "secret", "token", "credential", "creds", "auth", "signature")
+#: Lowercase substrings one of which a text must hold for :func:`redact_assignments` to find
+#: anything in it.
+KEYWORDS = (*_KEYWORDS, "key")
 _KEY_BEFORE = re.compile(r"(?:api|access|private|auth|signing|encryption|master)[ _-]?\Z")
 _KEY_GLUED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
@@ -138,6 +143,7 @@ _NOT_SECRET_KEYS = frozenset(
 )  # fmt: skip
 
 
+@lru_cache(maxsize=4096)  # the same few words ("passed", "tokens", "key") come back all the time
 def _key_kind(key: str, flag: bool) -> tuple[str, bool] | None:
     """The kind of secret a settings key holds, and whether only a random-looking value counts
     (a weak key: ``SERVICE_KEY``, ``auth``), or None when it holds none."""
