@@ -327,33 +327,22 @@ def _may_hold_token(text: str) -> bool:
     return text.encode("ascii", "replace").translate(_ANY_RUN_TABLE).find(_ANY_RUN_NEEDLE) != -1
 
 
-def _minimal(words: Iterable[str]) -> tuple[str, ...]:
-    """``words`` less those that hold another of them (absent whenever the shorter one is)."""
-    unique = sorted(set(words), key=len)
-    return tuple(w for i, w in enumerate(unique) if not any(u in w for u in unique[:i]))
-
-
-# The triggers of every other pass, all lowercase: the private, PEM and data URI spans, the
-# header rules, URL passwords, the command-line and file forms, the key assignments.
-_TRIGGERS = _minimal(
-    (
-        "<private",
-        "-----begin ",
-        "data:",
-        "://",
-        *(trigger for rule in _CASELESS_RULES for trigger in rule.triggers),
-        *TRIGGERS,
-        *KEYWORDS,
+# Every trigger word of the other passes, all lowercase: the private, PEM and data URI spans,
+# the header rules, URL passwords, the command-line and file forms, the key assignments. Each
+# is looked up once per text, and the passes are handed what was found.
+_TRIGGERS = tuple(
+    dict.fromkeys(
+        (
+            "<private",
+            "-----begin ",
+            "data:",
+            "://",
+            *(trigger for rule in _CASELESS_RULES for trigger in rule.triggers),
+            *TRIGGERS,
+            *KEYWORDS,
+        )
     )
 )
-
-
-def _nothing_to_find(text: str, low: str) -> bool:
-    """True when no pass can find anything in ``text`` (``low`` its lowercase copy): most short
-    turns ("Running the tests.") are told so by a few C-speed scans."""
-    if _may_hold_token(text) or text.count(":") >= PGPASS_COLONS:
-        return False
-    return not any(trigger in low for trigger in _TRIGGERS)
 
 
 def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
@@ -367,14 +356,15 @@ def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
         return text, counts
     original = text
     low = ascii_lower(text)
-    if _nothing_to_find(text, low):
-        return text, counts
+    words = {trigger for trigger in _TRIGGERS if trigger in low}
+    if not words and not _may_hold_token(text) and text.count(":") < PGPASS_COLONS:
+        return text, counts  # most short turns ("Running the tests.") end here
     # The passes in order. Whole spans first (private, PEM, data URIs) so no rule sees their
     # insides; specific token shapes before the generic key=value pass, so a labelled value
     # keeps its precise kind. Each pass is skipped unless its trigger occurs; for the token
     # shapes the pattern's own literal-prefix search is the cheapest trigger test. Triggers are
     # looked up in the original text: later passes only add labels, which are never secrets.
-    if "<private" in low:
+    if "<private" in words:
         text = _private_spans(text, counts)
     if "-----BEGIN " in text:
         text = _private_keys(text, counts)
@@ -389,13 +379,20 @@ def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
                     text = _apply_rule(rule, text, counts)
     for rule in _CASELESS_RULES:
         for trigger in rule.triggers:
-            if trigger in low:
+            if trigger in words:
                 text = _apply_rule(rule, text, counts, low if text is original else None)
                 break
     if "://" in text:
         text = _url_passwords(text, counts)
-    text = splice(text, redact_forms(text, low if text is original else ascii_lower(text), counts))
-    text = redact_assignments(text, counts, low if text is original else None)
+    # Where labels were put in, a pass looks for its words again.
+    if text is original:
+        text = splice(text, redact_forms(text, low, counts, words))
+    else:
+        text = splice(text, redact_forms(text, ascii_lower(text), counts))
+    if text is original:
+        text = redact_assignments(text, counts, low, words)
+    else:
+        text = redact_assignments(text, counts)
     if blobs and len(text) >= _BLOB_MIN and _may_hold_blob(text):
         text = _base64_blobs(text, counts)
     return text, counts

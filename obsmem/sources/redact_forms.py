@@ -194,14 +194,18 @@ PGPASS_COLONS = 4
 TRIGGERS = (*_TRIGGERS, ":*:")
 
 
-def redact_forms(text: str, low: str, counts: Counter[str]) -> list[tuple[int, int, str]]:
+def redact_forms(
+    text: str, low: str, counts: Counter[str], present: set[str] | None = None
+) -> list[tuple[int, int, str]]:
     """The spans of the secrets the forms above find in ``text`` (``low`` is its lowercase
-    copy, same positions), in order, each counted in ``counts``."""
+    copy, same positions), in order, each counted in ``counts``. ``present``, when given, holds
+    every one of :data:`TRIGGERS` that occurs in ``low`` (and may hold other words)."""
     spans: list[tuple[int, int, str]] = []
-    # Each trigger is looked up once, however many forms share it; most texts have none.
-    present = {t for t in _TRIGGERS if t in low}
+    if present is None:
+        # Each trigger is looked up once, however many forms share it; most texts have none.
+        present = {t for t in _TRIGGERS if t in low}
     if present:
-        for i in sorted({i for t in present for i in _FORMS_OF[t]}):
+        for i in sorted({i for t in present for i in _FORMS_OF.get(t, ())}):
             kind, _, pattern = _FORMS[i]
             for m in pattern.finditer(text):
                 span = _value_span(m)

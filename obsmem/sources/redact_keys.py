@@ -226,16 +226,19 @@ _BARE_COLON = re.compile(r"[^\s,;}\]\"'`\\]{1,1000}")
 _VALUE_END = re.compile(r"[ \t]*(?:$|[,;)}\]#\r\n\"']|//|\\[nr])", re.MULTILINE)
 
 
-def _keyword_hits(low: str) -> list[tuple[int, int]]:
-    """Where secret words occur in the lowercased text ``low``, in order."""
+def _keyword_hits(low: str, present: set[str] | None) -> list[tuple[int, int]]:
+    """Where secret words occur in the lowercased text ``low``, in order (``present``: as in
+    :func:`redact_assignments`)."""
     hits: list[tuple[int, int]] = []
     for word in _KEYWORDS:
+        if present is not None and word not in present:
+            continue
         at = low.find(word)
         while at != -1:
             hits.append((at, at + len(word)))
             at = low.find(word, at + len(word))
     # "key" is common; it counts only right behind api / access / private / ...
-    at = low.find("key")
+    at = low.find("key") if present is None or "key" in present else -1
     while at != -1:
         before = _KEY_BEFORE.search(low, max(0, at - 11), at)
         if before is not None:
@@ -247,15 +250,20 @@ def _keyword_hits(low: str) -> list[tuple[int, int]]:
     return hits
 
 
-def redact_assignments(text: str, counts: Counter[str], low: str | None = None) -> str:
+def redact_assignments(
+    text: str, counts: Counter[str], low: str | None = None, present: set[str] | None = None
+) -> str:
     """Replace the values of secret-named keys (code, YAML, JSON, .env, CLI flags, headers).
 
-    ``low`` is ``ascii_lower(text)`` when the caller has it already.
+    ``low`` is ``ascii_lower(text)`` when the caller has it already; ``present``, when given,
+    holds every one of :data:`KEYWORDS` that occurs in ``low`` (and may hold other words).
     """
+    if present is not None and present.isdisjoint(KEYWORDS):
+        return text
     spans: list[tuple[int, int, str]] = []
     done = 0
     n = len(text)
-    for hit_start, hit_end in _keyword_hits(ascii_lower(text) if low is None else low):
+    for hit_start, hit_end in _keyword_hits(ascii_lower(text) if low is None else low, present):
         if hit_start < done:
             continue
         start = hit_start

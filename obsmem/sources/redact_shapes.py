@@ -340,8 +340,12 @@ def _match_at(text: str, pos: int) -> list[Span] | None:
     return None
 
 
-# A line break between two runs of token characters: where a wrapped token may be cut.
-_WRAP_JOIN = re.compile(r"(?<=[A-Za-z0-9_+/=.~:|-])\r?\n[ \t]{0,12}(?=[A-Za-z0-9_+/=.~:|-])")
+# A line break between two runs of token characters: where a wrapped token may be cut. The
+# break is matched before the character ahead of it is checked, so re skips to line breaks.
+_JOINED = r"A-Za-z0-9_+/=.~:|-"
+_WRAP_JOIN = re.compile(
+    rf"(?:\r\n(?<=[{_JOINED}]\r\n)|\n(?<=[{_JOINED}]\n))[ \t]{{0,12}}(?=[{_JOINED}])"
+)
 
 
 def _wrapped_gated(text: str, counts: Counter[str]) -> list[Span]:
