@@ -25,7 +25,6 @@ _VALUE = r"""(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"'`|;&<>]{1,200}))"""
 _ARGS = r"(?:[^\n|;&\\]|\\\r?\n|\\(?=[^\r\n])){0,300}?"
 
 
-
 def _word(*names: str) -> str:
     """``\b(?:name|...)`` written so that ``re`` can skip to the names' first letters: each
     name is matched first and its start checked after (a lookbehind); a leading ``\b`` would
@@ -58,7 +57,8 @@ _FORMS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
         _word("mongo") + r"(?:sh|dump|restore|import|export)?\b" + _ARGS
         + r"(?<=\s)-p[ \t]{1,5}" + _VALUE)),
     # docker / podman / helm / oras login -p SECRET
-    ("password", ("login",), re.compile(_word("login") + r"\b" + _ARGS + r"(?<=\s)-p[ \t]{1,5}" + _VALUE)),
+    ("password", ("login",), re.compile(
+        _word("login") + r"\b" + _ARGS + r"(?<=\s)-p[ \t]{1,5}" + _VALUE)),
     # az login -p, sqlcmd / bcp -P, zip / unzip -P, mosquitto -P, ssh-keygen -N / -P
     ("password", ("sqlcmd", "bcp ", "zip", "mosquitto", "ssh-keygen"), re.compile(
         _word("sqlcmd", "bcp", "zip", "unzip", "mosquitto_pub", "mosquitto_sub", "ssh-keygen")
@@ -80,7 +80,8 @@ _FORMS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     ("password", ("rabbitmqctl",), re.compile(
         _word("rabbitmqctl") + r"[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+" + _VALUE)),
     # wpa_passphrase SSID SECRET; nmcli ... password SECRET
-    ("password", ("wpa_passphrase",), re.compile(_word("wpa_passphrase") + r"[ \t]+\S+[ \t]+" + _VALUE)),
+    ("password", ("wpa_passphrase",), re.compile(
+        _word("wpa_passphrase") + r"[ \t]+\S+[ \t]+" + _VALUE)),
     ("password", ("nmcli",), re.compile(
         _word("nmcli") + r"\b" + _ARGS + r"[ \t](?:password|psk)[ \t]+" + _VALUE)),
     # echo SECRET | docker login --password-stdin; echo SECRET | sudo -S
@@ -89,15 +90,16 @@ _FORMS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
         r"(?:--password-stdin|sudo[ \t]+-S)")),
     # mc alias set NAME URL ACCESS SECRET
     ("secret", ("mc alias", "mc config"), re.compile(
-        _word("mc") + r"[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+"
-        + _VALUE)),
+        _word("mc") + r"[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)"
+        r"[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+" + _VALUE)),
     # sqlplus user/SECRET@db, JDBC thin user/SECRET@host
     ("password", ("sqlplus", "thin:"), re.compile(
-        r"(?:" + _word("sqlplus") + r"[ \t]+(?:-\w+[ \t]+)*|thin:)[\"']?[^\s/@\"']{1,100}/([^\s@\"']{1,200})@")),
+        r"(?:" + _word("sqlplus") + r"[ \t]+(?:-\w+[ \t]+)*|thin:)"
+        r"[\"']?[^\s/@\"']{1,100}/([^\s@\"']{1,200})@")),
     # .netrc: machine HOST login USER password SECRET (on one line or several)
     ("password", ("machine", "default"), re.compile(
-        r"(?:" + _word("machine") + r"[ \t]+\S+|" + _word("default") + r")\b(?:\s+(?:login|account)\s+\S{1,200}){0,2}"
-        r"\s+password\s+" + _VALUE)),
+        r"(?:" + _word("machine") + r"[ \t]+\S+|" + _word("default") + r")\b"
+        r"(?:\s+(?:login|account)\s+\S{1,200}){0,2}\s+password\s+" + _VALUE)),
     # Azure SAS tokens and presigned URLs: the signature is the credential
     ("secret", ("sig=", "signature="), re.compile(
         r"[?&;](?:sig|x-amz-signature|x-goog-signature|signature)=([A-Za-z0-9%+/=_-]{16,600})",
