@@ -330,19 +330,41 @@ def _may_hold_token(text: str) -> bool:
 # Every trigger word of the other passes, all lowercase: the private, PEM and data URI spans,
 # the header rules, URL passwords, the command-line and file forms, the key assignments. Each
 # is looked up once per text, and the passes are handed what was found.
-_TRIGGERS = tuple(
-    dict.fromkeys(
-        (
-            "<private",
-            "-----begin ",
-            "data:",
-            "://",
-            *(trigger for rule in _CASELESS_RULES for trigger in rule.triggers),
-            *TRIGGERS,
-            *KEYWORDS,
-        )
-    )
+_TRIGGERS = sorted(
+    {
+        "<private",
+        "-----begin ",
+        "data:",
+        "://",
+        *(trigger for rule in _CASELESS_RULES for trigger in rule.triggers),
+        *TRIGGERS,
+        *KEYWORDS,
+    },
+    key=lambda word: (len(word), word),
 )
+# A word that holds a shorter one ("sshpass" holds "pass") is looked for only when that one
+# occurs: it cannot occur otherwise.
+_INSIDE: dict[str, tuple[str, ...]] = {}
+_OUTER: list[str] = []
+for _i, _word in enumerate(_TRIGGERS):
+    _holder = next((shorter for shorter in _TRIGGERS[:_i] if shorter in _word), None)
+    if _holder is None:
+        _OUTER.append(_word)
+    else:
+        _INSIDE[_holder] = (*_INSIDE.get(_holder, ()), _word)
+
+
+def _words_in(low: str) -> set[str]:
+    """The trigger words that occur in the lowercase text ``low``."""
+    found = {word for word in _OUTER if word in low}
+    if found:
+        more = [word for held in found if held in _INSIDE for word in _INSIDE[held]]
+        while more:
+            word = more.pop()
+            if word in low and word not in found:
+                found.add(word)
+                more.extend(_INSIDE.get(word, ()))
+    return found
 
 
 def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
@@ -356,8 +378,9 @@ def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
         return text, counts
     original = text
     low = ascii_lower(text)
-    words = {trigger for trigger in _TRIGGERS if trigger in low}
-    if not words and not _may_hold_token(text) and text.count(":") < PGPASS_COLONS:
+    words = _words_in(low)
+    tokens = _may_hold_token(text)
+    if not words and not tokens and text.count(":") < PGPASS_COLONS:
         return text, counts  # most short turns ("Running the tests.") end here
     # The passes in order. Whole spans first (private, PEM, data URIs) so no rule sees their
     # insides; specific token shapes before the generic key=value pass, so a labelled value
@@ -370,7 +393,7 @@ def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
         text = _private_keys(text, counts)
     if "data:" in text:
         text = _data_uris(text, counts)
-    if _may_hold_token(text):
+    if tokens if text is original else _may_hold_token(text):
         text = splice(text, redact_shapes(text, counts))
         if _RUN.search(text) is not None:  # no 15-character run: no token can be there
             present = {char for char in "-_:." if char in text}

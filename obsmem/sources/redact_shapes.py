@@ -452,8 +452,11 @@ def redact_shapes(text: str, counts: Counter[str]) -> list[Span]:
         if start < cursor:
             continue
         inner = _INNER if end - start <= _LONG_RUN else _INNER_LONG
-        for pos in (start, *(m.end() for m in inner.finditer(text, start, end))):
-            if pos < cursor:
+        starts = [start]
+        starts += [m.end() for m in inner.finditer(text, start, end)]
+        for pos in starts:
+            # Most starts begin no shape: told without a call.
+            if pos < cursor or (text[pos : pos + 2] not in _BY_TWO and text[pos] not in _BY_ONE):
                 continue
             found = _match_at(text, pos)
             if found is not None:
