@@ -194,7 +194,10 @@ def looks_random(value: str) -> bool:
     return entropy >= 3.0
 
 
-_VERSION = re.compile(r"v?\d+(?:[._-]\d+)+(?:[-+.]?[a-z0-9]+)*\Z", re.IGNORECASE)
+# Possessive, each part taking what only it can: written as (?:[-+.]?[a-z0-9]+)* the tail could
+# split a long run of letters and digits in exponentially many ways before failing on the one
+# character it refuses (a key with a "~" in it took seconds). Same strings match.
+_VERSION = re.compile(r"v?\d+(?:[._-]\d++)++[a-z0-9]*+(?:[-+.][a-z0-9]++)*+\Z", re.IGNORECASE)
 
 
 _SEP_EQ = re.compile(r"[ \t]{0,10}(?:=>|:=|=(?!=))[ \t]{0,10}")
