@@ -157,14 +157,16 @@ def run_om(
 # --- the cases ------------------------------------------------------------------------------------
 
 
-def _session(home: Path, name: str, words: str) -> None:
+def _session(home: Path, name: str, words: str, day: str = "2026-11-20") -> None:
     events = [
         Event("user", f"Let's go with {words} for the build."),
         Event("user", f"I prefer {words} over the old setup."),
         Event("shell", "make test", output="FAILED tests/test_build.py: error", exit_code=1),
         Event("shell", "make test", output="42 passed in 1.2s"),
     ]
-    write_transcript("claude", home, events, session=name)
+    path = write_transcript("claude", home, events, session=name)
+    if day != "2026-11-20":  # the writers stamp every event on 2026-11-20
+        path.write_text(path.read_text().replace("2026-11-20T", f"{day}T"), encoding="utf-8")
 
 
 def _memory_files(home: Path) -> dict[str, bytes]:
@@ -192,8 +194,12 @@ def _prepare(root: Path, environ: dict[str, str], command: str) -> None:
     claude = Path(environ["CLAUDE_CONFIG_DIR"])
     _session(claude, "first-session", "PostgreSQL")
     assert run_om(["observe", "--flush"], environ).returncode == 0
-    if command in ("observe", "reflect"):
+    if command == "observe":
         _session(claude, "second-session", "Caddy")
+    if command == "reflect":
+        # Ageing runs on the memory's own clock: a session eleven days later is what makes the
+        # first one's day old enough to move to the archive.
+        _session(claude, "second-session", "Caddy", day="2026-12-01")
     if command == "reflect":
         # Observed without the daily reflection, which is what `om reflect` is asked to do.
         store = MemoryStore(environ["OM_HOME"])
