@@ -179,6 +179,7 @@ def backfill(app: App, source: str, since: datetime | None, dry_run: bool, as_js
             min_new=0,
             since=day,
             progress=progress,
+            reflect_new=True,
         )
     if as_json:
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False))

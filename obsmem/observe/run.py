@@ -93,6 +93,7 @@ def run_observe(
     provider: Any = ...,
     since: date | None = None,
     progress: Callable[[int, int, Pending], None] | None = None,
+    reflect_new: bool = False,
 ) -> ObserveReport:
     """Observe what is new in the chosen transcripts and write it to memory.
 
@@ -100,6 +101,8 @@ def run_observe(
     ``settings``. Claude Code's auto-memory is scanned too when ``source`` is ``all`` or
     ``claude-memory`` and no single transcript is given. ``since`` keeps transcripts modified on
     or after that day (backfill); ``progress(done, total, file)`` is called before each file.
+    ``reflect_new`` reflects at the end whenever something was written, instead of only when the
+    daily reflection is due (a backfill: history belongs in long-term memory at once).
     """
     report = ObserveReport()
     if transcript is None and source in ("all", "claude-memory"):
@@ -145,18 +148,21 @@ def run_observe(
                 report.turns += len(result.turns)
                 report.skipped.update(result.skipped)
                 llm = _observe_file(store, run, claimed, result, llm, settings, deduper, report)
-    reflected = _catch_up(store, settings, report)
+    reflected = _catch_up(store, settings, report, now=reflect_new and report.written > 0)
     if report.written or (reflected is not None and (reflected.written or reflected.archive.days)):
         _after_writing(store, report)
     return report
 
 
-def _catch_up(store: MemoryStore, settings: Settings, report: ObserveReport) -> Any:
-    """Run the daily reflection if it was missed (at most once a day; otherwise one small read)."""
-    from obsmem.reflect.offline import catch_up
+def _catch_up(
+    store: MemoryStore, settings: Settings, report: ObserveReport, *, now: bool = False
+) -> Any:
+    """Run the daily reflection if it was missed (at most once a day; otherwise one small read),
+    or at once with ``now``."""
+    from obsmem.reflect.offline import catch_up, reflect
 
     try:
-        return catch_up(store, settings)
+        return reflect(store, settings) if now else catch_up(store, settings)
     except OmError as exc:
         report.problems.append(f"daily reflection not run: {exc}")
         return None
