@@ -373,6 +373,24 @@ def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
     Base64 blobs (unless ``blobs`` is False) and data URIs are dropped and counted as ``base64``
     / ``data-uri``. Applying it twice changes nothing more (labels are never taken for secrets).
     """
+    text, counts = _redact_once(text, blobs)
+    if counts:
+        # A label put in can bring what was on either side of a secret together into a new
+        # shape (adversarial repetitions such as ``sk-sk-sk-...``): the passes run again, at most
+        # twice, until nothing changes. Only texts that held a secret pay for it.
+        for _ in range(_MAX_AGAIN):
+            again, more = _redact_once(text, blobs)
+            if again == text:
+                break
+            text = again
+            counts.update(more)
+    return text, counts
+
+
+_MAX_AGAIN = 2
+
+
+def _redact_once(text: str, blobs: bool) -> tuple[str, Counter[str]]:
     counts: Counter[str] = Counter()
     if not text:
         return text, counts

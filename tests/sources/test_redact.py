@@ -412,3 +412,12 @@ def test_skip_reasons_quoting_a_record_type_are_redacted() -> None:
     result = ReadResult([], 0, 0, 0, Counter({f"unknown type: {secret}": 2, "broken json": 1}))
     assert not any(secret in reason for reason in result.skipped)
     assert sum(result.skipped.values()) == 3 and result.skipped["broken json"] == 1
+
+
+def test_labels_that_bring_a_new_shape_together_are_redacted_in_the_same_call() -> None:
+    # A repetition hypothesis found: the first labels joined the text around them into a shape
+    # that only a second call redacted.
+    pattern = ["sk-", "sk-", "sk-", "1234567890", "hooks.slack.com/services/"]
+    text = "".join(pattern) * 400
+    out, _ = redact_counts(text)
+    assert redact(out) == out
