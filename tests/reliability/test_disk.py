@@ -205,7 +205,7 @@ def _prepare(root: Path, environ: dict[str, str], command: str) -> None:
         store = MemoryStore(environ["OM_HOME"])
         settings = load_settings(environ)
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr("obsmem.observe.run._catch_up", lambda *args: None)
+            patch.setattr("obsmem.observe.run._catch_up", lambda *args, **kwargs: None)
             run_observe(store, settings, source="all", flush=True, environ=environ)
 
 
