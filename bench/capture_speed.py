@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from obsmem.redact import redact
 from obsmem.sources.capture import MAX_TURN_CHARS, CaptureRun, scan
 from obsmem.sources.normalise import clip
-from obsmem.sources.redact import redact
 from obsmem.sources.registry import reader_for
 from obsmem.sources.state import CaptureState
 

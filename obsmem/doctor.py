@@ -370,7 +370,7 @@ def _check_vectors(store: MemoryStore, settings: Settings) -> Check:
 
 
 def _check_provider(environ: Mapping[str, str] | None) -> Check:
-    from obsmem.observe.providers import validate_key
+    from obsmem.llm import validate_key
 
     try:
         verdict = validate_key(load_settings(environ), environ=environ)

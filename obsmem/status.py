@@ -10,9 +10,9 @@ from typing import Any
 
 from obsmem.index import index_status
 from obsmem.integrations.checks import installed_summary
+from obsmem.llm.usage import usage_totals
 from obsmem.memory.model import PRIORITIES
 from obsmem.memory.store import MemoryStore
-from obsmem.observe.usage import usage_totals
 from obsmem.paths import REFLECTIONS_FILE
 from obsmem.settings import Settings
 

@@ -105,7 +105,7 @@ def run_worker(
     and dropped: its transcript's cursor did not move, so the next checkpoint or the scheduled
     backstop observes it again.
     """
-    from obsmem.sources.redact_paths import redact_path  # log lines name transcripts as memory does
+    from obsmem.redact.paths import redact_path  # log lines name transcripts as memory does
 
     report = WorkerReport()
     if max_seconds is None:

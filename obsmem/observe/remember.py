@@ -20,7 +20,7 @@ from obsmem.errors import OmError, UsageError
 from obsmem.memory.model import OBSERVATION_TYPES, Observation, Provenance
 from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.observe.scoring import Deduper, apply_floors
-from obsmem.sources.redact import redact
+from obsmem.redact import redact
 
 __all__ = ["MAX_TEXT_CHARS", "RECENT_WINDOW", "Remembered", "remember"]
 

@@ -72,8 +72,8 @@ def _provider(settings: Settings, store: MemoryStore, environ: Mapping[str, str]
     must not load any SDK."""
     if settings.effective_provider() == "none":
         return None
-    from obsmem.observe.providers import get_provider
-    from obsmem.observe.usage import MeteredProvider
+    from obsmem.llm import get_provider
+    from obsmem.llm.usage import MeteredProvider
 
     provider = get_provider(settings, "observer", environ=environ)
     if provider is None:

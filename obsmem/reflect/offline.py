@@ -161,8 +161,8 @@ def _llm_provider(store: MemoryStore, settings: Settings, report: ReflectReport)
     if settings.effective_provider() == "none":
         return None
     from obsmem.errors import ProviderError
-    from obsmem.observe.providers import get_provider
-    from obsmem.observe.usage import MeteredProvider
+    from obsmem.llm import get_provider
+    from obsmem.llm.usage import MeteredProvider
 
     try:
         provider = get_provider(settings, "reflector")

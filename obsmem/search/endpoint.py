@@ -4,7 +4,7 @@ Ollama, llama.cpp's server, vLLM, LM Studio, LiteLLM and OpenAI itself all serve
 one class covers them; only ``OM_EMBED_BASE_URL``, ``OM_EMBED_MODEL`` and the key differ.
 
 It goes through the official ``openai`` SDK rather than plain httpx: the SDK is already om's one
-client for every OpenAI-compatible server (``obsmem/observe/providers/openai.py``), it retries
+client for every OpenAI-compatible server (``obsmem/llm/openai.py``), it retries
 429s, 5xxs and dropped connections with backoff that honours ``Retry-After``, and its typed
 errors map directly to the one-line messages below. It is imported when an embedder is created,
 never when this module is imported, so BM25 searches and ``om context`` never pay for it.
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from obsmem.errors import ProviderError, SettingsError
-from obsmem.observe.providers.base import error_detail
+from obsmem.llm.base import error_detail
 
 if TYPE_CHECKING:
     import numpy as np

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from obsmem.sources.redact import redact
+from obsmem.redact import redact
 
 __all__ = [
     "MAX_BYTES",

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING
 
 from obsmem import paths
 from obsmem.errors import OmError, UsageError
+from obsmem.redact import redact
+from obsmem.redact.paths import redact_path
 from obsmem.sources.model import ReadResult
 from obsmem.sources.normalise import clip
-from obsmem.sources.redact import redact
-from obsmem.sources.redact_paths import redact_path
 from obsmem.sources.registry import AGENTS, detect_format, reader_for
 from obsmem.sources.state import CaptureState, Cursor, new_owner, same_transcript
 

@@ -70,7 +70,7 @@ def shown_path(path: str) -> str:
     (unchanged when it holds none). Cached: the index names every file so before each search."""
     # Imported here: the redactor's patterns cost an import that a memory without these files
     # never needs.
-    from obsmem.sources.redact_paths import redact_path
+    from obsmem.redact.paths import redact_path
 
     return redact_path(path)
 
@@ -95,7 +95,7 @@ def indexable_text(data: bytes) -> bytes:
     empty lines after it. A file with nothing to redact comes back byte for byte as
     :func:`blank_front_matter` gives it.
     """
-    from obsmem.sources.redact import redact  # as in shown_path
+    from obsmem.redact import redact  # as in shown_path
 
     data = blank_front_matter(data)
     text, _ = decode(data)

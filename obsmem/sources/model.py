@@ -75,7 +75,7 @@ class ReadResult:
         # A reason can quote a record's type or role, which comes from the transcript: it goes
         # through redaction like any other transcript text before anyone prints it.
         if any(":" in reason for reason in self.skipped):
-            from obsmem.sources.redact import redact
+            from obsmem.redact import redact
 
             cleaned: Counter[str] = Counter()
             for reason, count in self.skipped.items():

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
-from obsmem.sources.redact import safe_cut
+from obsmem.redact import safe_cut
 
 __all__ = ["MAX_OUTCOME_CHARS", "clip", "file_time", "iso_utc", "project_of"]
 

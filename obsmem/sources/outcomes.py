@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
+from obsmem.redact import redact, safe_cut
 from obsmem.sources.normalise import clip
-from obsmem.sources.redact import redact, safe_cut
 
 __all__ = [
     "ERROR_LINES",

@@ -9,8 +9,8 @@ from types import ModuleType
 from typing import Any, Protocol, cast
 
 from obsmem.errors import UsageError
+from obsmem.redact.paths import redact_path
 from obsmem.sources.model import ReadResult
-from obsmem.sources.redact_paths import redact_path
 
 __all__ = ["AGENTS", "FORMATS", "Reader", "check_transcript", "detect_format", "reader_for"]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from obsmem import paths
 from obsmem.errors import UsageError
 from obsmem.memory.store import MemoryStore
+from obsmem.redact.paths import redact_path
 from obsmem.settings import load_settings
 from obsmem.sources.capture import (
     Pending,
@@ -25,7 +26,6 @@ from obsmem.sources.capture import (
     scan,
 )
 from obsmem.sources.model import ReadResult
-from obsmem.sources.redact_paths import redact_path
 from obsmem.sources.registry import AGENTS, check_transcript, reader_for
 from obsmem.sources.state import CaptureState
 

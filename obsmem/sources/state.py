@@ -42,7 +42,7 @@ from pathlib import Path
 
 from obsmem.errors import StateError, sqlite_hint
 from obsmem.memory.atomic import ensure_dir
-from obsmem.sources.redact_paths import redact_path
+from obsmem.redact.paths import redact_path
 
 __all__ = [
     "HEAD_BYTES",

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from obsmem.redact import redact
 from obsmem.sources.jsonl import Line, Records, lines_before
 from obsmem.sources.model import ReadResult, Turn
 from obsmem.sources.normalise import file_time, iso_utc
-from obsmem.sources.redact import redact
 
 __all__ = ["AGENT", "MAX_TURN_CHARS", "detect", "find_files", "read"]
 

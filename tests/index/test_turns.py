@@ -23,7 +23,7 @@ from obsmem.observe.run import run_observe
 from obsmem.search.recall import Filters
 from obsmem.settings import load_settings
 from obsmem.sources.capture import Pending, read_pending
-from tests.sources.test_redact import POSITIVES
+from tests.redact.test_core import POSITIVES
 
 Row = tuple[str, int, int, int, str, str]
 

@@ -40,11 +40,11 @@ from fakes.llm_server import (
 from hostile_figures import record
 from hostile_transcripts import Event, write_transcript
 
+from obsmem.llm import get_provider
+from obsmem.llm.usage import MeteredProvider
 from obsmem.memory.model import Provenance
 from obsmem.memory.store import MemoryStore, new_observation
-from obsmem.observe.providers import get_provider
 from obsmem.observe.run import ObserveReport, run_observe
-from obsmem.observe.usage import MeteredProvider
 from obsmem.reflect.facts import home_for
 from obsmem.reflect.offline import ReflectReport, reflect
 from obsmem.reflect.reflections import ReflectionsDoc

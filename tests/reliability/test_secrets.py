@@ -64,13 +64,13 @@ from obsmem.mcp.server import build_server
 from obsmem.memory.store import MemoryStore
 from obsmem.observe.run import run_observe
 from obsmem.paths import logs_dir
+from obsmem.redact import redact
 from obsmem.reflect.offline import reflect
 from obsmem.search.recall import get_entries, search_entries
 from obsmem.settings import Settings, load_settings
 from obsmem.sources import text as text_reader
 from obsmem.sources.capture import Pending, plan_file, read_pending
 from obsmem.sources.claude_memory import KIND
-from obsmem.sources.redact import redact
 
 _TURN = re.compile(r"^\[(\d+)\] \S+ \S+ \w+: (.*)$", re.MULTILINE)
 _OBSERVATION = re.compile(r"^- ([0-9a-z]{10}) \S+ \[[^\]]*\] (.*)$", re.MULTILINE)

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from obsmem.index.turns import TurnStore
+from obsmem.redact.paths import redact_path
 from obsmem.sources.capture import CaptureRun, plan_file, read_pending
-from obsmem.sources.redact_paths import redact_path
 from obsmem.sources.state import CaptureState, locate_transcript
 
 ANTHROPIC = "sk-ant-api03-" + "Vb7_x" * 18 + "Q-3AA"

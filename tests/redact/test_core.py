@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from obsmem.sources.redact import KINDS, redact, redact_counts, redact_turns
-from obsmem.sources.redact_shapes import SHAPE_KINDS
+from obsmem.redact import KINDS, redact, redact_counts, redact_turns
+from obsmem.redact.shapes import SHAPE_KINDS
 
 # The kinds this corpus covers case by case; every other token shape is in the kinds corpus
 # (tests/sources/test_redact_corpus.py), each one with its own near miss.

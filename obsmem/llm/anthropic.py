@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from obsmem.errors import ProviderError, SettingsError
-from obsmem.observe.providers.base import (
+from obsmem.llm.base import (
     BaseProvider,
     Completion,
     Failure,

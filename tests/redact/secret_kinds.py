@@ -225,5 +225,5 @@ BENIGN: tuple[str, ...] = (
     "ISBN 978-3-16-148410-0 and DOI 10.1000/182",
     "v1.2.3-beta.4 released on 2026-11-30 (build 20261130.7)",
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  empty.tar",
-    "git log --oneline 3f78685..9fceb02 -- obsmem/sources/redact.py",
+    "git log --oneline 3f78685..9fceb02 -- obsmem/redact/core.py",
 )

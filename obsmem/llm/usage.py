@@ -29,8 +29,8 @@ from typing import Any
 
 from obsmem import paths
 from obsmem.errors import BudgetExceeded
+from obsmem.llm.base import Completion, Provider, estimate_tokens
 from obsmem.memory.atomic import append_line
-from obsmem.observe.providers.base import Completion, Provider, estimate_tokens
 from obsmem.settings import Settings
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Secret values in assignments: ``password=...``, ``"token": "..."``, ``--api-key ...``, ``.env``.
 
-Part of :mod:`obsmem.sources.redact`. Keys are found by a keyword search over the lowercased
+Part of :mod:`obsmem.redact`. Keys are found by a keyword search over the lowercased
 text (``pass``, ``pwd``, ``secret``, ``token``, ``credential``, ``api_key``, ...); each hit is
 grown to the whole identifier, the identifier is split into words (``DB_PASSWORD``, ``apiKey``,
 ``PGPASSWORD``) and judged by its last secret word, then the value after the separator is taken

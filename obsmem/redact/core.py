@@ -31,15 +31,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from obsmem.sources.redact_forms import PGPASS_COLONS, TRIGGERS, redact_forms
-from obsmem.sources.redact_keys import (
+from obsmem.redact.forms import PGPASS_COLONS, TRIGGERS, redact_forms
+from obsmem.redact.keys import (
     KEYWORDS,
     ascii_lower,
     is_placeholder,
     redact_assignments,
     splice,
 )
-from obsmem.sources.redact_shapes import SHAPE_KINDS, has_digit, mixed, redact_shapes
+from obsmem.redact.shapes import SHAPE_KINDS, has_digit, mixed, redact_shapes
 
 __all__ = ["KINDS", "redact", "redact_counts", "redact_turns", "safe_cut"]
 

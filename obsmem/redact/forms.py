@@ -2,7 +2,7 @@
 and ``.pgpass`` lines, Docker and npm ``auth`` values, Kubernetes Secret data, JDBC and
 ``sqlplus`` logins.
 
-Part of :mod:`obsmem.sources.redact`. ``mysql -pS3cret`` or ``curl -u deploy:S3cret`` hold no
+Part of :mod:`obsmem.redact`. ``mysql -pS3cret`` or ``curl -u deploy:S3cret`` hold no
 ``password=`` a key search could find, and the value has no shape of its own; the command name
 (or the file's layout) says which argument is the secret. Each form runs only when its trigger,
 a plain substring of the lowercased text, occurs; each pattern is bounded, so the pass stays
@@ -16,7 +16,7 @@ import binascii
 import re
 from collections import Counter
 
-from obsmem.sources.redact_keys import is_placeholder
+from obsmem.redact.keys import is_placeholder
 
 __all__ = ["PGPASS_COLONS", "TRIGGERS", "redact_forms"]
 

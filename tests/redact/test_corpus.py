@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
-from obsmem.sources.redact import KINDS as LABELS
-from obsmem.sources.redact import redact, redact_counts
-from obsmem.sources.redact_shapes import SHAPE_KINDS
+from obsmem.redact import KINDS as LABELS
+from obsmem.redact import redact, redact_counts
+from obsmem.redact.shapes import SHAPE_KINDS
 
 from .secret_kinds import BENIGN, CARRIERS, KINDS, carriers, needles
 

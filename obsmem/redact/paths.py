@@ -32,8 +32,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from obsmem.sources.redact import redact_counts
-from obsmem.sources.redact_keys import splice
+from obsmem.redact.core import redact_counts
+from obsmem.redact.keys import splice
 
 __all__ = ["redact_path"]
 

@@ -11,9 +11,9 @@ from fakes.llm_server import ErrorReply, FakeLLMServer, Reply
 
 from obsmem import paths
 from obsmem.errors import BudgetExceeded, ProviderError
-from obsmem.observe.providers import get_metered_provider, get_provider
-from obsmem.observe.providers.base import Completion
-from obsmem.observe.usage import (
+from obsmem.llm import get_metered_provider, get_provider
+from obsmem.llm.base import Completion
+from obsmem.llm.usage import (
     MeteredProvider,
     budget_left,
     read_usage,

@@ -31,11 +31,11 @@ from urllib.parse import urlsplit
 
 from obsmem import paths
 from obsmem.errors import SettingsError
-from obsmem.observe.providers.base import Completion, Hints, Provider, RetryPolicy
+from obsmem.llm.base import Completion, Hints, Provider, RetryPolicy
 from obsmem.settings import Settings, read_env_file
 
 if TYPE_CHECKING:
-    from obsmem.observe.usage import MeteredProvider
+    from obsmem.llm.usage import MeteredProvider
 
 __all__ = [
     "DEFAULT_MODELS",
@@ -100,7 +100,7 @@ def get_provider(
     base_url = settings.llm_base_url.rstrip("/") or None
 
     if name in ("anthropic", "anthropic-vertex", "anthropic-bedrock"):
-        from obsmem.observe.providers.anthropic import AnthropicProvider
+        from obsmem.llm.anthropic import AnthropicProvider
 
         url = base_url if explicit else None
         hints, options = _anthropic_setup(name, settings, env, env_file, url)
@@ -113,7 +113,7 @@ def get_provider(
             client_options=options,
         )
 
-    from obsmem.observe.providers.openai import OpenAIProvider
+    from obsmem.llm.openai import OpenAIProvider
 
     key_hint = f"check OPENAI_API_KEY in {env_file}"
     if name == "openai":
@@ -163,7 +163,7 @@ def get_metered_provider(
     sleep: Callable[[float], None] | None = None,
 ) -> MeteredProvider | None:
     """``get_provider`` wrapped so that usage is recorded and the daily budget enforced."""
-    from obsmem.observe.usage import MeteredProvider, usage_path
+    from obsmem.llm.usage import MeteredProvider, usage_path
 
     provider = get_provider(settings, purpose, environ=environ, sleep=sleep)
     if provider is None:

@@ -26,14 +26,14 @@ from fakes.llm_server import (
 )
 
 from obsmem.errors import ProviderError, SettingsError
-from obsmem.observe.providers import (
+from obsmem.llm import (
     GEMINI_BASE_URL,
     OLLAMA_BASE_URL,
     get_provider,
     resolve_model,
     validate_key,
 )
-from obsmem.observe.providers.base import Provider, parse_retry_after
+from obsmem.llm.base import Provider, parse_retry_after
 from obsmem.settings import Settings, load_settings
 
 
@@ -386,7 +386,7 @@ def test_missing_sdk_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_importing_providers_loads_no_sdk() -> None:
     code = (
-        "import sys, obsmem.observe.providers, obsmem.observe.usage\n"
+        "import sys, obsmem.llm, obsmem.llm.usage\n"
         "loaded = [m for m in ('anthropic', 'openai', 'httpx', 'httpx2') if m in sys.modules]\n"
         "print(','.join(loaded))\n"
     )

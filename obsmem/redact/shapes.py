@@ -1,6 +1,6 @@
 """Token shapes: secrets whose own characters say what they are (``ghp_...``, ``dop_v1_...``).
 
-Part of :mod:`obsmem.sources.redact`. The table covers the vendor prefixes of the public secret
+Part of :mod:`obsmem.redact`. The table covers the vendor prefixes of the public secret
 scanning rule sets (gitleaks' rules, detect-secrets' plugins) and a few more recent ones: each
 entry is a kind (the redaction label), the literal prefixes its tokens start with, and what
 follows the prefix. A match is redacted wherever it appears, whatever surrounds it.

@@ -1,4 +1,4 @@
-"""The key-assignment helpers of redaction (``obsmem.sources.redact_keys``)."""
+"""The key-assignment helpers of redaction (``obsmem.redact.keys``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from obsmem.sources.redact import redact
-from obsmem.sources.redact_keys import looks_random
+from obsmem.redact import redact
+from obsmem.redact.keys import looks_random
 
 # A Cloudflare-style key with a "~" in it: letters and digits the version pattern could split in
 # exponentially many ways before failing on the "~".

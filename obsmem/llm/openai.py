@@ -24,7 +24,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from obsmem.errors import ProviderError
-from obsmem.observe.providers.base import (
+from obsmem.llm.base import (
     BaseProvider,
     Completion,
     Failure,
