@@ -175,6 +175,7 @@ def search_entries(
     limit: int = 10,
     settings: Settings | None = None,
     index: KeptIndex | None = None,
+    kinds: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """``search`` restricted by ``filters``: entry dicts with ``rank`` and ``score``, best first.
 
@@ -182,10 +183,15 @@ def search_entries(
     are read from the environment when None), with the conditions applied inside the query to
     the keyword and the vector candidates alike (not to a cut list of hits), so a filter never
     hides a match that ranked below unrelated entries and never lets in one that fails it.
-    ``index`` runs the search on a connection kept between calls.
+    ``index`` runs the search on a connection kept between calls. ``kinds`` keeps only entries
+    of those index kinds (``observation``, ``archive``, ``reflection``, ...).
     """
     filters = (filters or Filters()).validated()
     where = None if filters.is_empty() else filters.sql()
+    if kinds is not None:
+        condition, params = where or ("1", [])
+        marks = ", ".join("?" for _ in kinds)
+        where = (f"({condition}) AND e.kind IN ({marks})", [*params, *kinds])
     rows = search_rows(store, query, limit=limit, settings=settings, where=where, index=index)
     out: list[dict[str, Any]] = []
     for rank, (row, score) in enumerate(rows, start=1):
