@@ -63,8 +63,11 @@ def observed(store: MemoryStore) -> Path:
                 role="assistant",
             ),
             _line("ok, go on", "2026-03-01T10:02:00Z"),
-            _line("Done: the billing service now uses PostgreSQL.", "2026-03-01T10:03:00Z",
-                  role="assistant"),  # fmt: skip
+            _line(
+                "Done: the billing service now uses PostgreSQL.",
+                "2026-03-01T10:03:00Z",
+                role="assistant",
+            ),
         ],
     )
 
@@ -116,9 +119,7 @@ def test_kinds_pick_what_is_searched(store: MemoryStore, observed: Path) -> None
     assert "turn" not in {hit["kind"] for hit in entries}
     only = {hit["kind"] for hit in search_everything(store, "pelican", kinds=["observation"])}
     assert only == {"observation"}
-    assert {hit["kind"] for hit in search_everything(store, "pelican", kinds=["turn"])} == {
-        "turn"
-    }
+    assert {hit["kind"] for hit in search_everything(store, "pelican", kinds=["turn"])} == {"turn"}
     derived = search_everything(store, "pelican", kinds=["reflection"])
     assert {hit["kind"] for hit in derived} <= {"reflection", "profile", "active", "vault"}
 
