@@ -39,7 +39,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from obsmem import __version__
-from obsmem.errors import OmError
+from obsmem.errors import OmError, explain
 from obsmem.memory.store import MemoryStore
 
 __all__ = ["INSTRUCTIONS", "BearerAuth", "build_server", "serve_http", "serve_stdio"]
@@ -109,15 +109,20 @@ _FORGET = (
 
 
 async def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run a blocking library call in a worker thread; ``OmError`` becomes a tool error."""
+    """Run a blocking library call in a worker thread; a failure the user can fix (``OmError``,
+    or an ``OSError`` / ``sqlite3`` error from deep in the store: a full disk, a folder that
+    cannot be read) becomes a one-line tool error, as the CLI prints it."""
 
     def run() -> T:
         return function(*args, **kwargs)
 
     try:
         return await anyio.to_thread.run_sync(run)
-    except OmError as exc:
-        raise ToolError(str(exc)) from None
+    except Exception as exc:
+        explained = explain(exc)
+        if explained is None:
+            raise
+        raise ToolError(str(explained)) from None
 
 
 def build_server(

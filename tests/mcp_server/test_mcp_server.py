@@ -185,6 +185,39 @@ def test_bad_arguments_are_tool_errors_with_one_line_messages(demo: MemoryStore)
     assert bad_id.isError and "nothing" in bad_id.content[0].text
 
 
+def test_system_errors_from_the_store_are_one_line_tool_errors(
+    demo: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import sqlite3
+
+    def disk_full(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, "No space left on device", str(demo.observations_path))
+
+    def index_broken(*args: Any, **kwargs: Any) -> Any:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr("obsmem.observe.remember.remember", disk_full)
+    monkeypatch.setattr("obsmem.search.recall.search_entries", index_broken)
+
+    async def steps(session: ClientSession) -> Any:
+        added = await session.call_tool("remember", {"text": "a fact", "type": "fact"})
+        found = await session.call_tool("search", {"query": "anything"})
+        return added, found
+
+    added, found = call(demo, steps)
+    assert added.isError
+    text = added.content[0].text
+    # The SDK names the tool first; what follows is the message the CLI prints.
+    assert text.endswith(
+        f"cannot write {demo.observations_path}: No space left on device "
+        "(free some disk space and run the command again)"
+    )
+    assert found.isError
+    assert "\n" not in found.content[0].text and "Errno" not in found.content[0].text
+    assert "disk is full" in found.content[0].text
+
+
 def child_env(store: MemoryStore, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OM_MCP")}
     env.update(OM_HOME=str(store.home), PYTHONUNBUFFERED="1", **extra)
