@@ -29,7 +29,7 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 from mcp.server.fastmcp import FastMCP
@@ -65,11 +65,13 @@ _SEARCH = (
     'may have been solved before, and when the user refers to earlier work ("like last time", '
     '"the bug we fixed"). Matches the words and, when om has an embedding model, their meaning '
     "(hybrid search): pass the distinctive words of what you look for, not a whole sentence. "
-    "Each result cites its id, memory file:line, date and, when known, the transcript it came "
-    "from; use `get` with the ids for full entries and the source excerpt. With raw=true it "
-    "searches the transcript turns themselves instead (redacted), for the exact words of what "
-    "was said (an error message, a command, a number); each hit cites its transcript path and "
-    "lines (type and min_importance do not apply)."
+    "Results mix what om kept (observations, reflections) with the transcript turns themselves "
+    '(redacted; kind "turn"), so the exact words of what was said (an error message, a '
+    "command, a number) are found too. Each result cites its id or its transcript path and lines, "
+    "its date and, for a turn, the observation that covers it (covered_by) if any; use `get` with "
+    "the ids for full entries and the source excerpt. kind narrows the search to observation, "
+    'reflection and/or turn (raw=true is kind ["turn"]); type and min_importance apply to '
+    "entries only."
 )
 #: Longest turn text a raw search hit returns (an agent pays for every character it reads).
 RAW_TEXT_CHARS = 2000
@@ -138,13 +140,12 @@ def build_server(
     """
     from obsmem.context.startup import DEFAULT_BUDGET, run_context
     from obsmem.forgetting import forget as do_forget
-    from obsmem.index.turns import search_turns
     from obsmem.observe.remember import remember as do_remember
+    from obsmem.search.mixed import search_everything
     from obsmem.search.recall import (
         Filters,
         KeptIndex,
         get_entries,
-        search_entries,
         show,
         timeline,
     )
@@ -175,18 +176,24 @@ def build_server(
         min_importance: Annotated[float | None, Field(ge=0, le=1)] = None,
         project: Annotated[str | None, Field(description="Project (folder) name.")] = None,
         agent: Annotated[str | None, Field(description="claude, codex, hermes, ...")] = None,
+        kind: Annotated[
+            list[Literal["observation", "reflection", "turn"]] | None,
+            Field(description="What to search (default: all three)."),
+        ] = None,
         raw: Annotated[
-            bool, Field(description="Search the transcript turns (what was said) instead.")
+            bool, Field(description='Only the transcript turns: the same as kind ["turn"].')
         ] = False,
     ) -> dict[str, Any]:
         filters = Filters(since, until, type, min_importance, project, agent)
+        kinds = ["turn"] if raw else kind
+        hits = await _call(
+            search_everything, memory, query, kinds=kinds, filters=filters, limit=limit,
+            index=kept, max_chars=RAW_TEXT_CHARS,
+        )  # fmt: skip
+        found: dict[str, Any] = {"query": query, "count": len(hits), "results": hits}
         if raw:
-            turns = await _call(
-                search_turns, memory, query, filters=filters, limit=limit, max_chars=RAW_TEXT_CHARS
-            )
-            return {"query": query, "raw": True, "count": len(turns), "results": turns}
-        hits = await _call(search_entries, memory, query, filters=filters, limit=limit, index=kept)
-        return {"query": query, "count": len(hits), "results": hits}
+            found["raw"] = True
+        return found
 
     @server.tool(name="get", description=_GET, annotations=read_only)
     async def get(

@@ -15,7 +15,8 @@ and the turns in one list:
 
 ``kinds`` picks what is searched: ``observation`` (observations and archived days),
 ``reflection`` (reflections, the profile, the active context, vault pages) and ``turn``.
-Filters on type or importance apply to entries only, so they leave turns out rather than fail.
+Filters on type or importance apply to entries only, so they leave turns out rather than fail
+(unless only turns are asked for: then they are a usage error).
 """
 
 from __future__ import annotations
@@ -115,6 +116,12 @@ def search_everything(
     if limit < 1:
         raise UsageError(f"the result limit must be at least 1, not {limit}")
     filters = (filters or Filters()).validated()
+    entry_only = filters.type is not None or filters.min_importance is not None
+    if chosen == ("turn",) and entry_only:
+        raise UsageError(
+            "transcript turns have no type or importance",
+            "drop the type and importance filters, or search observations too",
+        )
     entry_kinds = tuple(k for group in chosen for k in KIND_GROUPS[group])
     # Each list is fetched deeper than ``limit``: the fusion and the covered turns thin it.
     depth = limit * 2
@@ -125,7 +132,7 @@ def search_everything(
             kinds=entry_kinds,
         )  # fmt: skip
     turns: list[dict[str, Any]] = []
-    if "turn" in chosen and filters.type is None and filters.min_importance is None:
+    if "turn" in chosen and not entry_only:
         from obsmem.index.turns import search_turns
 
         turns = search_turns(store, query, filters=filters, limit=depth, max_chars=max_chars)

@@ -127,6 +127,32 @@ def test_raw_search_returns_transcript_turns_with_their_lines(tmp_path: Path) ->
     assert refused.isError and "no type or importance" in refused.content[0].text
 
 
+def test_search_mixes_entries_and_turns_and_kind_narrows_it(tmp_path: Path) -> None:
+    from obsmem.observe.run import run_observe
+    from obsmem.settings import load_settings
+
+    run = prepare(tmp_path / "memory", agents_dir=tmp_path / "agents")
+    settings = load_settings({**run.environ, "OM_LLM_PROVIDER": "none"})
+    run_observe(run.store, settings, environ=run.environ, flush=True, provider=None)
+
+    async def steps(session: ClientSession) -> Any:
+        query = {"query": "migration guide", "limit": 20}
+        mixed = payload(await session.call_tool("search", query))
+        kept = payload(await session.call_tool("search", {**query, "kind": ["observation"]}))
+        said = payload(await session.call_tool("search", {**query, "kind": ["turn"]}))
+        bad = await session.call_tool("search", {**query, "kind": ["turns"]})
+        return mixed, kept, said, bad
+
+    mixed, kept, said, bad = call(run.store, steps)
+    kinds = [hit["kind"] for hit in mixed["results"]]
+    assert "turn" in kinds and "observation" in kinds
+    assert {hit["kind"] for hit in kept["results"]} == {"observation"}
+    assert {hit["kind"] for hit in said["results"]} == {"turn"}
+    assert all("covered_by" in hit for hit in said["results"])
+    assert [hit["rank"] for hit in mixed["results"]] == list(range(1, len(kinds) + 1))
+    assert bad.isError
+
+
 def test_remember_then_search_finds_it_and_repeats_are_refused(demo: MemoryStore) -> None:
     async def steps(session: ClientSession) -> Any:
         args = {"text": "Staging deploys need the VPN named zebranet", "type": "fact"}
@@ -198,7 +224,7 @@ def test_system_errors_from_the_store_are_one_line_tool_errors(
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr("obsmem.observe.remember.remember", disk_full)
-    monkeypatch.setattr("obsmem.search.recall.search_entries", index_broken)
+    monkeypatch.setattr("obsmem.search.mixed.search_entries", index_broken)
 
     async def steps(session: ClientSession) -> Any:
         added = await session.call_tool("remember", {"text": "a fact", "type": "fact"})
