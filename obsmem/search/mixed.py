@@ -43,7 +43,7 @@ KIND_GROUPS: dict[str, tuple[str, ...]] = {
 RRF_K = 60
 
 #: The weight of a turn's rank against an entry's (measured in bench/locomo_pipeline.py).
-TURN_WEIGHT = 0.8
+TURN_WEIGHT = 0.9
 
 
 def _kinds(kinds: Iterable[str] | None) -> tuple[str, ...]:
