@@ -44,6 +44,7 @@ def integration_checks(environ: Mapping[str, str] | None = None) -> list[Check]:
     """Every integration check, in a stable order."""
     from obsmem.doctor import Check
     from obsmem.integrations.base import InstallContext, find_om, load_records
+    from obsmem.integrations.claude_plugin import plugin_state, wiring_check
     from obsmem.integrations.install import integration
 
     env = os.environ if environ is None else environ
@@ -53,8 +54,12 @@ def integration_checks(environ: Mapping[str, str] | None = None) -> list[Check]:
     except OmError as exc:
         return [Check("integrations", "fail", exc.message, exc.hint or "")]
     om = find_om(env)
-    if not any(name != "migration" for name in records):
+    plugin = plugin_state(env)
+    if not any(name != "migration" for name in records) and plugin is None:
         out.append(Check("integrations", "ok", "none installed", "run: om install"))
+    if "claude" not in records and plugin is not None:
+        # Wired in by the plugin alone: om install never ran for Claude Code.
+        out.append(wiring_check(env))
     for name, record in sorted(records.items()):
         if name == "migration":
             continue

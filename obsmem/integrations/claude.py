@@ -11,18 +11,26 @@
 Both files are edited as text (:mod:`obsmem.integrations.jsonedit`): key order, indentation and
 other tools' entries keep their bytes, and uninstall gives back the original file when nothing
 else changed in it meanwhile.
+
+When om's Claude Code plugin is enabled it brings the same hooks and server, and install writes
+neither (:mod:`obsmem.integrations.claude_plugin`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from obsmem.doctor import Check
 from obsmem.errors import IntegrationError
 from obsmem.integrations import jsonedit
 from obsmem.integrations.base import InstallContext, Plan, with_paths
+from obsmem.integrations.claude_plugin import (
+    mcp_config_path,
+    plugin_state,
+    settings_path,
+    wiring_check,
+)
 from obsmem.integrations.edits import Edit, FileTarget
 from obsmem.integrations.jsonhooks import (
     HookSpec,
@@ -54,22 +62,6 @@ NAME = "claude"
 EVENTS = ("SessionStart", "SessionEnd", "UserPromptSubmit", "PreCompact")
 SERVER = "om"
 _FIX = "run om install --claude"
-
-
-def settings_path(environ: Mapping[str, str]) -> Path:
-    """Claude Code's user settings: ``$CLAUDE_CONFIG_DIR/settings.json``."""
-    return agent_home(NAME, environ) / "settings.json"
-
-
-def mcp_config_path(environ: Mapping[str, str]) -> Path:
-    """Where Claude Code keeps user-scope MCP servers: ``.claude.json``.
-
-    It lives in the home directory, except when ``CLAUDE_CONFIG_DIR`` is set: Claude Code then
-    keeps it in that directory.
-    """
-    if environ.get("CLAUDE_CONFIG_DIR"):
-        return agent_home(NAME, environ) / ".claude.json"
-    return Path(environ.get("HOME") or Path.home()) / ".claude.json"
 
 
 def detect(ctx: InstallContext) -> bool:
@@ -155,7 +147,14 @@ def _drop_server(text: str | None, label: str, section: Mapping[str, Any]) -> st
 
 
 def plan_install(ctx: InstallContext) -> Plan:
-    """Hooks into settings.json and the MCP server into .claude.json; idempotent."""
+    """Hooks into settings.json and the MCP server into .claude.json; idempotent.
+
+    While om's plugin is enabled it brings both, so the plan adds neither and takes out the
+    copies an earlier install left (see :mod:`obsmem.integrations.claude_plugin`).
+    """
+    plugin = plugin_state(ctx.environ)
+    if plugin is not None and plugin.enabled:
+        return _plan_beside_plugin(ctx, plugin.key)
     settings = settings_path(ctx.environ)
     target = FileTarget(settings)
     before = target.read()
@@ -195,6 +194,36 @@ def plan_install(ctx: InstallContext) -> Plan:
     return plan
 
 
+def _plan_beside_plugin(ctx: InstallContext, key: str) -> Plan:
+    """The plan while the plugin serves: om's own hooks and MCP entry out, the record kept."""
+    settings = settings_path(ctx.environ)
+    target = FileTarget(settings)
+    before = target.read()
+    old = same_file_record(ctx.record, "settings", settings)
+    after = remove_hooks(before, EVENTS, str(settings), old.get("created"))
+    mcp = mcp_config_path(ctx.environ)
+    mcp_target = FileTarget(mcp)
+    mcp_before = mcp_target.read()
+    old_mcp = same_file_record(ctx.record, "mcp", mcp)
+    mcp_after = _drop_server(mcp_before, str(mcp), old_mcp)
+    edits = [
+        Edit(target, before, after, "remove om's Claude Code hooks (the plugin has them)"),
+        Edit(mcp_target, mcp_before, mcp_after, "remove om's MCP server (the plugin has it)"),
+    ]
+    record: dict[str, Any] = {"plugin": key}
+    if old:
+        record["settings"] = old
+    if old_mcp:
+        record["mcp"] = old_mcp
+    plan = Plan(NAME, edits, record)
+    note = f"the om plugin ({key}) is enabled in Claude Code: it brings the hooks and the MCP "
+    note += f"server, so om install adds neither to {settings} or {mcp}"
+    if plan.changed:
+        note += " and removes the copies it added before"
+    plan.notes.append(note)
+    return plan
+
+
 def plan_uninstall(ctx: InstallContext) -> Plan:
     """Remove om's hooks and MCP entry, and whatever containers install created for them."""
     settings, section = recorded(ctx.record, "settings", settings_path(ctx.environ))
@@ -215,9 +244,14 @@ def plan_uninstall(ctx: InstallContext) -> Plan:
 
 
 def checks(ctx: InstallContext) -> list[Check]:
-    """Hooks present and starting an om that exists; the MCP server registered."""
+    """How om is wired in; then, unless the plugin serves, its hooks present and starting an om
+    that exists and the MCP server registered."""
+    wiring = wiring_check(ctx.environ)
+    plugin = plugin_state(ctx.environ)
+    if plugin is not None and plugin.enabled:
+        return [wiring]
     settings, _ = recorded(ctx.record, "settings", settings_path(ctx.environ))
-    found = check_hooks(NAME, settings, _specs(ctx), ctx.environ, _FIX)
+    found = [wiring, *check_hooks(NAME, settings, _specs(ctx), ctx.environ, _FIX)]
     found.append(_server_check(ctx))
     return found
 

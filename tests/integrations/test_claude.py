@@ -320,11 +320,16 @@ def test_checks_follow_the_install(
 ) -> None:
     ctx = install_context()
     before = {c.name: c.verdict for c in claude.checks(ctx)}
-    assert before == {"claude: hooks": "fail", "claude: mcp": "fail"}
+    assert before == {"claude: wiring": "warn", "claude: hooks": "fail", "claude: mcp": "fail"}
     plan = install(ctx)
     ctx = install_context(plan.record)
     after = {c.name: c.verdict for c in claude.checks(ctx)}
-    assert after == {"claude: hooks": "ok", "claude: hook commands": "ok", "claude: mcp": "ok"}
+    assert after == {
+        "claude: wiring": "ok",
+        "claude: hooks": "ok",
+        "claude: hook commands": "ok",
+        "claude: mcp": "ok",
+    }
     fake_om.unlink()
     gone = {c.name: (c.verdict, c.fix) for c in claude.checks(ctx)}
     assert gone["claude: hook commands"] == ("fail", "run om install --claude")
