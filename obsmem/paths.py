@@ -11,6 +11,8 @@
   changed: ``OM_BACKUP_DIR``, else ``<config dir>/backups``;
 - logs of the worker and scheduled jobs: ``OM_LOG_DIR``, else ``<memory dir>/logs``;
 - hook work queue: ``<state dir>/queue``;
+- the observer run through an agent's CLI: its lock ``<state dir>/observer.lock`` and its working
+  directory ``<state dir>/observer`` (sessions started there are om's own, never captured);
 - capture state (cursors, leases): ``<state dir>/state.sqlite3``;
 - transcript turns kept for ``om search --raw``: ``OM_TURNS_PATH``, else
   ``<state dir>/turns.sqlite3``;
@@ -36,6 +38,7 @@ __all__ = [
     "ACTIVE_FILE",
     "ARCHIVE_DIR",
     "OBSERVATIONS_FILE",
+    "OBSERVER_SESSION_ENV",
     "PROFILE_FILE",
     "REFLECTIONS_FILE",
     "REFLECTOR_STATE_FILE",
@@ -52,6 +55,9 @@ __all__ = [
     "lock_path",
     "logs_dir",
     "memory_dir",
+    "observer_dir",
+    "observer_lock_path",
+    "observer_session",
     "queue_dir",
     "state_db_path",
     "state_dir",
@@ -206,6 +212,30 @@ def logs_dir(environ: Mapping[str, str] | None = None) -> Path:
 def queue_dir(environ: Mapping[str, str] | None = None) -> Path:
     """Work handed over by hooks to the background worker (one small JSON file per job)."""
     return state_dir(environ) / "queue"
+
+
+#: Set (to 1) in the environment of the agent CLI om runs as its observer: om's hooks started by
+#: that session do nothing, so the observer's own session is never queued or given context.
+OBSERVER_SESSION_ENV = "OM_OBSERVER_SESSION"
+
+
+def observer_lock_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The lock that lets one observer CLI process run at a time, whatever the om processes."""
+    return state_dir(environ) / "observer.lock"
+
+
+def observer_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The working directory of the observer CLI: a session started there is om's own."""
+    return state_dir(environ) / "observer"
+
+
+def observer_session(cwd: str | None, environ: Mapping[str, str] | None = None) -> bool:
+    """True when a session's working directory is the observer's (or under it)."""
+    if not cwd:
+        return False
+    folder = os.path.abspath(str(observer_dir(environ)))
+    where = os.path.abspath(os.path.expanduser(cwd))
+    return where == folder or where.startswith(folder + os.sep)
 
 
 #: Each agent's home: the environment variable that overrides it and its default under ``~``.

@@ -42,6 +42,8 @@ PROVIDERS = (
     "openai-compatible",
     "ollama",
     "gemini",
+    "claude-code",
+    "codex",
 )
 SEARCH_BACKENDS = ("auto", "bm25", "hybrid")
 EMBED_PROVIDERS = ("fastembed", "openai-compatible")
@@ -286,6 +288,13 @@ SPECS: tuple[SettingSpec, ...] = (
         "Timeout of one LLM request.",
     ),
     SettingSpec(
+        "OM_LLM_CLI_TIMEOUT_SECONDS",
+        "llm_cli_timeout_seconds",
+        _float_range(5.0, 3600.0),
+        300.0,
+        "claude-code and codex providers: the agent CLI is killed after this many seconds.",
+    ),
+    SettingSpec(
         "OM_LLM_MAX_RETRIES",
         "llm_max_retries",
         _int_range(0, 20),
@@ -436,6 +445,7 @@ class Settings:
     search_date_boost: float = 1.0
     lock_timeout_seconds: float = 30.0
     llm_timeout_seconds: float = 120.0
+    llm_cli_timeout_seconds: float = 300.0
     llm_max_retries: int = 4
     daily_token_budget: int = 0
     fallback: str = "rules"
@@ -556,6 +566,7 @@ OTHER_NAMES = (
     "OM_BACKUP_DIR",
     "OM_COMMAND",
     "OM_DEBUG",
+    "OM_OBSERVER_SESSION",
 )
 
 

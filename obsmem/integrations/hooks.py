@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from obsmem.integrations.queue import Job, enqueue, throttled
-from obsmem.paths import agent_home
+from obsmem.paths import OBSERVER_SESSION_ENV, agent_home
 
 __all__ = ["EVENTS", "HookResult", "fast_main", "find_transcript", "handle_hook", "read_payload"]
 
@@ -132,6 +132,8 @@ def fast_main(argv: list[str], stdin: TextIO | None = None) -> int:
         agent = value
     if agent not in AGENTS:
         return _usage()
+    if os.environ.get(OBSERVER_SESSION_ENV):
+        return 0  # the session om's observer runs: never captured
     try:
         result = handle_hook(event, agent, read_payload(stdin or sys.stdin))
     except Exception as exc:  # never fail the agent's hook

@@ -34,6 +34,7 @@ from obsmem.integrations.edits import (
     undo,
 )
 from obsmem.integrations.purge import PurgePlan, apply_purge, plan_purge
+from obsmem.llm.cli import subscription_offer
 from obsmem.settings import unknown_settings
 
 __all__ = [
@@ -78,6 +79,8 @@ class InstallReport:
     purge: PurgePlan | None = None
     #: Warnings about the whole run rather than one integration.
     extra_warnings: list[str] = field(default_factory=list)
+    #: Notes about the whole run (an observer the user could choose).
+    extra_notes: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> list[str]:
@@ -87,7 +90,7 @@ class InstallReport:
     @property
     def notes(self) -> list[str]:
         """Every note the planners left for the user."""
-        return [note for plan in self.plans for note in plan.notes]
+        return [note for plan in self.plans for note in plan.notes] + self.extra_notes
 
     @property
     def warnings(self) -> list[str]:
@@ -209,6 +212,7 @@ def install(
         steps.append(("scheduler", "install"))
     report.extra_warnings = unknown_settings(env)
     _run_steps(steps, env, scheduler, dry_run, report)
+    report.extra_notes = subscription_offer(env)
     return report
 
 

@@ -10,6 +10,9 @@ Which model: ``OM_LLM_OBSERVER_MODEL`` or ``OM_LLM_REFLECTOR_MODEL`` for that pu
 ``OM_LLM_MODEL``, else the provider's default (``DEFAULT_MODELS``; see ``docs/providers.md`` for
 why each was chosen).
 
+``claude-code`` and ``codex`` run the agent's own CLI on the user's subscription (no API key;
+:mod:`obsmem.llm.cli`); ``auto`` never picks them, ``om install`` suggests them.
+
 ``OM_LLM_BASE_URL`` points the OpenAI-protocol providers (``openai``, ``openai-compatible``,
 ``ollama``) at another server. ``anthropic`` and ``gemini`` use it only when chosen by name (a
 gateway or proxy): under ``auto`` it is documented as an OpenAI-compatible server, which those two
@@ -57,6 +60,8 @@ DEFAULT_MODELS: dict[str, str] = {
     "openai": "gpt-5.4-mini",
     "gemini": "gemini-3.5-flash-lite",
     "ollama": "llama3.2",
+    "claude-code": "haiku",
+    "codex": "gpt-5.4-mini",
 }
 OLLAMA_BASE_URL = "http://localhost:11434/v1"
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
@@ -98,6 +103,9 @@ def get_provider(
     timeout = settings.llm_timeout_seconds
     env_file = settings.env_file or paths.env_file(env)
     base_url = settings.llm_base_url.rstrip("/") or None
+
+    if name in ("claude-code", "codex"):
+        return _cli_provider(name, model, settings, env, sleep)
 
     if name in ("anthropic", "anthropic-vertex", "anthropic-bedrock"):
         from obsmem.llm.anthropic import AnthropicProvider
@@ -199,6 +207,30 @@ def validate_key(
     return (
         f"{provider.name} works: {reply.model} answered in {elapsed:.1f} s "
         f"({reply.total_tokens} tokens)"
+    )
+
+
+def _cli_provider(
+    name: str,
+    model: str,
+    settings: Settings,
+    env: Mapping[str, str],
+    sleep: Callable[[float], None] | None,
+) -> Provider:
+    """``claude-code`` or ``codex``: the agent's own CLI (see :mod:`obsmem.llm.cli`)."""
+    from obsmem.llm.claude_code import ClaudeCodeProvider
+    from obsmem.llm.codex import CodexProvider
+
+    kind = ClaudeCodeProvider if name == "claude-code" else CodexProvider
+    policy = RetryPolicy(
+        max_retries=settings.llm_max_retries, sleep=time.sleep if sleep is None else sleep
+    )
+    return kind(
+        name=name,
+        model=model,
+        timeout=settings.llm_cli_timeout_seconds,
+        policy=policy,
+        environ=env,
     )
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from obsmem.paths import observer_session
 from obsmem.sources.claude_tools import action_text, outcome_text
 from obsmem.sources.jsonl import Line, Records, head_records
 from obsmem.sources.model import ReadResult, Turn
@@ -413,7 +414,7 @@ def read(
         conversation.add(line, record)
     conversation.finish(_path_session(path))
     return ReadResult(
-        turns=conversation.turns,
+        turns=[] if observer_session(conversation.header.cwd) else conversation.turns,
         start_offset=start_offset,
         end_offset=records.end_offset,
         end_line=records.end_line,

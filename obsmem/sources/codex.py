@@ -35,6 +35,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from obsmem.paths import observer_session
 from obsmem.sources.codex_records import AGENT, TWIN_WINDOW, Rollout, SessionInfo
 from obsmem.sources.jsonl import (
     Line,
@@ -193,6 +194,8 @@ def read(
     for turn in rollout.turns:
         if turn.session is None:
             turn.session = session
+    if observer_session(rollout.info.root or rollout.info.cwd):
+        rollout.turns = []  # om's own observer session
     cut = None if flush else _cut(rollout, end_line)
     if cut is not None:
         rollout.turns = [turn for turn in rollout.turns if turn.line_start < cut]

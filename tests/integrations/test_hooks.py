@@ -184,3 +184,13 @@ def test_session_end_hook_observes_in_the_background(agents: None) -> None:
     assert observations.exists() and "- " in observations.read_text()
     log = Path(os.environ["OM_HOME"]) / "logs" / "worker.log"
     assert "observed" in log.read_text()
+
+
+def test_hooks_of_the_observer_cli_session_do_nothing(
+    agents: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent CLI om runs as its observer starts om's hooks too: its session is never queued."""
+    payload = json.dumps({"transcript_path": str(claude_transcript()), "session_id": "x"})
+    monkeypatch.setenv("OM_OBSERVER_SESSION", "1")
+    assert fast_main(["session-end", "--agent", "claude"], io.StringIO(payload)) == 0
+    assert queue.pending() == []

@@ -271,3 +271,19 @@ def test_steps_on_one_file_are_planned_against_each_other(
     assert "+claude\n" in report.diff and " migration\n" in report.diff  # context, not a clash
     orchestrator.install(["claude"])
     assert (folder / "shared.conf").read_text() == "migration\nclaude\nscheduler\n"
+
+
+def test_install_offers_the_agent_cli_as_observer_when_no_key_is_set(
+    fake_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note, never a switch: the CLI spends the user's subscription."""
+    from fakes.programs import script
+
+    script(fake_bin / "claude", "#!/bin/sh\nexit 0\n")
+    report = orchestrator.install(["claude"], scheduler="none", dry_run=True)
+    [note] = [n for n in report.notes if "OM_LLM_PROVIDER=claude-code" in n]
+    assert "subscription" in note and "codex" not in note
+    assert not env_file().exists()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    again = orchestrator.install(["claude"], scheduler="none", dry_run=True)
+    assert not [n for n in again.notes if "OM_LLM_PROVIDER=" in n]
