@@ -98,6 +98,12 @@ def test_usage_from_the_cli_reaches_the_usage_log(name: str, fake_bin: Path) -> 
     assert totals["today"] == {"in": 1000, "out": 50, "calls": 1}
     line = json.loads(usage_path().read_text().splitlines()[0])
     assert line["provider"] == name
+    from obsmem.memory.store import MemoryStore
+    from obsmem.status import collect_status
+
+    shown = collect_status(MemoryStore().ensure(), load_settings(environ), environ)
+    assert shown.provider["effective"] == name
+    assert shown.usage["today"] == {"in": 1000, "out": 50, "calls": 1}
 
 
 def test_claude_cache_tokens_count_as_input(fake_bin: Path) -> None:
