@@ -14,7 +14,8 @@ and the turns in one list:
   observation that covers it (``covered_by``).
 
 ``kinds`` picks what is searched: ``observation`` (observations and archived days),
-``reflection`` (reflections, the profile, the active context, vault pages) and ``turn``.
+``reflection`` (reflections, the profile, the active context, vault pages, Claude Code's
+auto-memory files) and ``turn``.
 Filters on type or importance apply to entries only, so they leave turns out rather than fail
 (unless only turns are asked for: then they are a usage error).
 """
@@ -35,7 +36,8 @@ __all__ = ["KIND_GROUPS", "RRF_K", "TURN_WEIGHT", "search_everything"]
 #: What each ``--kind`` covers, as the index's ``kind`` column names entries.
 KIND_GROUPS: dict[str, tuple[str, ...]] = {
     "observation": ("observation", "archive"),
-    "reflection": ("reflection", "profile", "active", "vault"),
+    # Claude Code's own auto-memory files (``claude-memory``) are long-term notes too.
+    "reflection": ("reflection", "profile", "active", "vault", "claude-memory"),
     "turn": (),
 }
 
@@ -123,13 +125,15 @@ def search_everything(
             "drop the type and importance filters, or search observations too",
         )
     entry_kinds = tuple(k for group in chosen for k in KIND_GROUPS[group])
+    # Both entry groups asked for: every entry, whatever kind a later version indexes.
+    restrict = None if {"observation", "reflection"} <= set(chosen) else entry_kinds
     # Each list is fetched deeper than ``limit``: the fusion and the covered turns thin it.
     depth = limit * 2
     entries: list[dict[str, Any]] = []
     if entry_kinds:
         entries = search_entries(
             store, query, filters=filters, limit=depth, settings=settings, index=index,
-            kinds=entry_kinds,
+            kinds=restrict,
         )  # fmt: skip
     turns: list[dict[str, Any]] = []
     if "turn" in chosen and not entry_only:
