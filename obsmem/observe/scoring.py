@@ -44,9 +44,13 @@ FLOORS: tuple[Floor, ...] = (
     Floor(
         "release",
         0.8,
+        # The event, not the noun: "released", "release v2.1", "we'll release"; a "release
+        # skill", "release notes" or "release branch" is a thing, not a release.
         _words(
-            r"released?",
+            r"released",
             r"releasing",
+            r"release v?\d[\w.]*",
+            r"(?:to|will|we'?ll|i'?ll|going to|ready to) release",
             r"shipped",
             r"publish(?:ed)? to",
             r"tagged v?\d[\w.]*",

@@ -18,6 +18,11 @@ from obsmem.observe.scoring import Deduper, apply_floors, bigram_jaccard, floor_
         ("The Pro plan costs $49 per month", "fact", 0.75),
         ("Blocked on the vendor's API keys", "task", 0.8),
         ("Renamed a local variable", "event", 0.0),
+        ("We'll release on Friday", "task", 0.8),
+        ("Cut release 4.2 for the mobile app", "event", 0.8),
+        # The noun names a thing, not a release.
+        ("Skills available: docs research, the CodeMie release skill", "event", 0.0),
+        ("Opened the release notes template", "event", 0.0),
     ],
 )
 def test_floor_for(text: str, obs_type: str, floor: float) -> None:
