@@ -60,8 +60,13 @@ FLOORS: tuple[Floor, ...] = (
     Floor(
         "deployment",
         0.8,
+        # Likewise a "deploy token" or "deploy key" is no deployment.
         _words(
-            r"deploy(?:ed|ment|ing)?",
+            r"deployed",
+            r"deploying",
+            r"deployments?",
+            r"(?:to|will|we'?ll|i'?ll|going to|ready to) deploy",
+            r"deploy (?:it |this |them )?to",
             r"rolled (?:out|back)",
             r"roll-?back",
             r"in production",

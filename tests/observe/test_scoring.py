@@ -23,6 +23,9 @@ from obsmem.observe.scoring import Deduper, apply_floors, bigram_jaccard, floor_
         # The noun names a thing, not a release.
         ("Skills available: docs research, the CodeMie release skill", "event", 0.0),
         ("Opened the release notes template", "event", 0.0),
+        ("We'll deploy to staging after lunch", "task", 0.8),
+        ("Deploy it to the edge nodes", "task", 0.8),
+        ("The deploy token stays out of the notes", "task", 0.0),
     ],
 )
 def test_floor_for(text: str, obs_type: str, floor: float) -> None:
