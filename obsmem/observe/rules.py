@@ -220,15 +220,20 @@ def observe_with_rules(
             if lines and changed:
                 first = lines[0]
                 first.text = shorten(f"{first.text} (changed {_files(changed)})")
+                closing = exchange.closing()
+                if first.type == "task" and closing and classify(closing, True) == "report":
+                    # Files written and the agent reported the work: done, not an open loop.
+                    first.completed = True
             drafts.extend(lines)
         closing = exchange.closing()
         if closing is not None:
             kind = classify(closing, exchange.wrote())
-            if kind == "answer" and exchange.user and reaction(exchange.words) == "reject":
-                # What the agent says after the user corrected it is its revised plan: a
-                # proposal until accepted, the user's correction being the line kept.
-                kind = "proposal"
-            pending = Report(closing, kind)
+            revision = (
+                kind == "answer" and bool(exchange.user) and reaction(exchange.words) == "reject"
+            )
+            # What the agent says after the user corrected it is its revised plan: a proposal,
+            # the user's correction being the line kept.
+            pending = Report(closing, "proposal" if revision else kind, revision)
     if pending is not None and pending.kind != "proposal":
         # The run's last word: the agent's account of the session so far, the richest one.
         budget = FINAL_LINES if pending.kind == "report" else ANSWER_LINES
@@ -277,6 +282,10 @@ def _judged(report: Report, verdict: str | None, refused: list[str]) -> list[Dra
     """What an exchange's closing message gives once the user's next words have judged it."""
     if verdict == "accept" and report.kind != "proposal" and offer_of(report.turn.text) is None:
         verdict = None  # "Great!" after an explanation thanks it; nothing was proposed
+    if verdict == "accept" and report.revision and offer_of(report.turn.text) is None:
+        # "You're right, the new file is in the same folder ..." then "great": the decision is
+        # the user's correction, already a line; the agent's echo of it would repeat it.
+        return []
     if verdict == "accept":
         out = [_accepted(report)]
         if report.kind == "report":

@@ -119,6 +119,8 @@ class Report:
 
     turn: Turn
     kind: str  # "report", "proposal" or "answer"
+    #: The agent's answer to a correction: its revised plan, which mostly restates the correction.
+    revision: bool = False
 
 
 def classify(turn: Turn, wrote: bool) -> str:

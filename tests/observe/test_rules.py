@@ -422,8 +422,14 @@ def test_the_revised_plan_after_a_correction_is_a_proposal_until_accepted() -> N
     ignored, _ = observe_with_rules([*start, turn("user", "what about retention?", 5)])
     assert not [d for d in ignored if "kind column" in d.text]
     assert any(d.text.startswith("User corrected: no, don't add a table") for d in ignored)
+    # Accepted, it is the user's correction that says what was decided, not the agent's echo.
     accepted, _ = observe_with_rules([*start, turn("user", "yes, do it", 5)])
-    assert [d.type for d in accepted if "kind column" in d.text] == ["decision"]
+    assert not [d for d in accepted if "kind column" in d.text]
+    assert [d.type for d in accepted if d.text.startswith("User corrected")] == ["decision"]
+    # An explicit offer in the revision is still the user's decision once accepted.
+    offered = [*start[:3], turn("assistant", revised + " Shall I write the migration?", 4)]
+    yes, _ = observe_with_rules([*offered, turn("user", "yes", 5)])
+    assert "User accepted: write the migration" in texts(yes)
 
 
 def test_open_questions_are_unanswered_questions_not_requests() -> None:
@@ -494,4 +500,21 @@ def test_decisions_constraints_corrections_and_deadlines_are_important() -> None
     assert plans == {
         "User plans: I need to ship the billing export by Friday.": "🔴",
         "User plans: I'll look at the flaky test later.": "🟡",
+    }
+
+
+def test_a_request_done_with_files_written_is_complete_not_open() -> None:
+    drafts, _ = observe_with_rules(
+        [
+            turn("user", "Add a healthcheck endpoint", 1),
+            turn("action", "Edit: api/health.go", 2),
+            turn("assistant", "I've added `GET /healthz` in api/health.go.", 3),
+            turn("user", "Now add a readiness probe", 4),
+            turn("assistant", "Should it check the database too?", 5),
+        ]
+    )
+    done = {d.text: d.completed for d in drafts if d.text.startswith("User asked")}
+    assert done == {
+        "User asked: Add a healthcheck endpoint (changed api/health.go)": True,
+        "User asked: Now add a readiness probe": False,
     }
