@@ -44,13 +44,12 @@ FLOORS: tuple[Floor, ...] = (
     Floor(
         "release",
         0.8,
-        # The event, not the noun: "released", "release v2.1", "we'll release"; a "release
-        # skill", "release notes" or "release branch" is a thing, not a release.
+        # A release, not a thing named after releases: "the release skill", "release notes"
+        # or "the release branch" says nothing about shipping anything.
         _words(
-            r"released",
+            r"released?(?! (?:skills?|notes?|branch(?:es)?|scripts?|workflows?|tooling|process"
+            r"|templates?|managers?|channels?)\b)",
             r"releasing",
-            r"release v?\d[\w.]*",
-            r"(?:to|will|we'?ll|i'?ll|going to|ready to) release",
             r"shipped",
             r"publish(?:ed)? to",
             r"tagged v?\d[\w.]*",
@@ -60,13 +59,11 @@ FLOORS: tuple[Floor, ...] = (
     Floor(
         "deployment",
         0.8,
-        # Likewise a "deploy token" or "deploy key" is no deployment.
+        # Likewise a "deploy token", "deploy key" or "deploy user" is a credential, not a
+        # deployment ("the staging deploy failed" is one).
         _words(
-            r"deployed",
-            r"deploying",
-            r"deployments?",
-            r"(?:to|will|we'?ll|i'?ll|going to|ready to) deploy",
-            r"deploy (?:it |this |them )?to",
+            r"deploy(?:ed|ment|ing|s)?(?! (?:tokens?|keys?|credentials?|users?|accounts?"
+            r"|secrets?|passwords?)\b)",
             r"rolled (?:out|back)",
             r"roll-?back",
             r"in production",

@@ -518,3 +518,17 @@ def test_a_request_done_with_files_written_is_complete_not_open() -> None:
         "User asked: Add a healthcheck endpoint (changed api/health.go)": True,
         "User asked: Now add a readiness probe": False,
     }
+
+
+def test_use_x_not_y_and_please_remember_are_constraints() -> None:
+    drafts, _ = observe_with_rules(
+        [
+            turn("user", "Run the tests and fix what is broken. Use pytest, not unittest.", 1),
+            turn("user", "Please remember I deploy on a Raspberry Pi 4.", 2),
+        ]
+    )
+    constraints = [d.text for d in drafts if d.text.startswith("User constraint")]
+    assert constraints == [
+        "User constraint: Use pytest, not unittest.",
+        "User constraint: Please remember I deploy on a Raspberry Pi 4.",
+    ]

@@ -26,6 +26,7 @@ from obsmem.observe.scoring import Deduper, apply_floors, bigram_jaccard, floor_
         ("We'll deploy to staging after lunch", "task", 0.8),
         ("Deploy it to the edge nodes", "task", 0.8),
         ("The deploy token stays out of the notes", "task", 0.0),
+        ("The staging deploy failed: AccessDenied", "event", 0.8),
     ],
 )
 def test_floor_for(text: str, obs_type: str, floor: float) -> None:
