@@ -174,7 +174,8 @@ def user_drafts(turn: Turn, text: str) -> list[Draft]:
     if not typed:
         return [Draft(shorten(f"User asked: {condense(text)}"), "task", 0.5, 0.85, [turn])]
     out: list[Draft] = []
-    rest = [s for s, k in zip(sentences, kinds, strict=True) if k is None]
+    # "thanks." beside a constraint is no request of its own.
+    rest = [s for s, k in zip(sentences, kinds, strict=True) if k is None and not ACK.match(s)]
     # Past the lines a message may give, a sentence is part of the request.
     rest.extend(sentence for sentence, _ in typed[EXTRA_LINES + 1 :])
     if rest:

@@ -524,9 +524,10 @@ def test_use_x_not_y_and_please_remember_are_constraints() -> None:
     drafts, _ = observe_with_rules(
         [
             turn("user", "Run the tests and fix what is broken. Use pytest, not unittest.", 1),
-            turn("user", "Please remember I deploy on a Raspberry Pi 4.", 2),
+            turn("user", "thanks.\nPlease remember I deploy on a Raspberry Pi 4.", 2),
         ]
     )
+    assert not [d for d in drafts if d.text == "User asked: thanks."]
     constraints = [d.text for d in drafts if d.text.startswith("User constraint")]
     assert constraints == [
         "User constraint: Use pytest, not unittest.",
