@@ -32,7 +32,7 @@ from obsmem.observe.rules_summary import (
     report_drafts,
 )
 from obsmem.observe.rules_text import condense, hostile, prose_sentences, shorten, unwrap
-from obsmem.observe.rules_tools import ToolFindings, activity, read_tools
+from obsmem.observe.rules_tools import ToolFindings, activity, planning, read_tools
 from obsmem.observe.rules_user import ACK, BINDING, reaction, user_drafts
 from obsmem.sources.model import Turn
 
@@ -55,7 +55,6 @@ _POLITE_REQUEST = re.compile(r"^(?:can|could|would|will) you\b|^please\b", re.IG
 #: Importance of the line that says where an interrupted session stopped: minor (🟢), since what
 #: it says matters for the next session only, through the Current Context's "Suggested next".
 STOPPED_IMPORTANCE = 0.35
-_PLANNING = re.compile(r"^(?:TodoWrite|update_plan|todo_write|todowrite)\b", re.IGNORECASE)
 _WRITES = re.compile(r"^(?:Edit|MultiEdit|Write|NotebookEdit|Patch|apply_patch|write_file)\b")
 
 
@@ -182,7 +181,7 @@ def _stopped(exchange: _Exchange) -> tuple[Draft, str] | None:
     last = steps[-1]
     if last.role == "assistant" and not announcement(last.text):
         return None  # the agent's last step was its answer
-    if last.role == "action" and _PLANNING.match(last.text):
+    if last.role == "action" and planning(last.text):
         return None  # its task list, said as "Open tasks, ...", is where work stopped
     if last.role == "assistant":
         where = f"the agent's last words were: {shorten(last.text, 160)}"
@@ -221,7 +220,8 @@ def observe_with_rules(
                 first = lines[0]
                 first.text = shorten(f"{first.text} (changed {_files(changed)})")
                 closing = exchange.closing()
-                if first.type == "task" and closing and classify(closing, True) == "report":
+                wrote = exchange.wrote()
+                if first.type == "task" and closing and classify(closing, wrote) == "report":
                     # Files written and the agent reported the work: done, not an open loop.
                     first.completed = True
             drafts.extend(lines)

@@ -25,7 +25,7 @@ from obsmem.observe.draft import Draft
 from obsmem.observe.rules_text import shorten
 from obsmem.sources.model import Turn
 
-__all__ = ["ToolFindings", "activity", "error_line", "open_tasks", "read_tools"]
+__all__ = ["ToolFindings", "activity", "error_line", "open_tasks", "planning", "read_tools"]
 
 _CHANGE = re.compile(
     r"^(?:Edit|MultiEdit|Write|NotebookEdit|Patch|apply_patch|write_file|write|edit|patch"
@@ -217,6 +217,11 @@ _DELEGATING = frozenset({"Task", "Agent", "spawn_agent", "delegate_task", "sessi
 _PLANNING = frozenset({"TodoWrite", "update_plan", "todo_write", "todowrite"})
 
 
+def planning(action: str) -> bool:
+    """True for a call that only writes the agent's own task list (TodoWrite, update_plan)."""
+    return _tool_of(action.strip()) in _PLANNING
+
+
 def activity(action: str) -> str:
     """What the agent was doing with one call, as the end of "the agent was ...":
     ``Read: README.md`` -> ``reading README.md``, ``Bash: npm test (Run)`` -> ``running `npm
@@ -233,7 +238,7 @@ def activity(action: str) -> str:
         return f"searching ({what})"
     if tool in _DELEGATING:
         return f"waiting on a sub-agent ({what})"
-    if tool in _PLANNING:
+    if planning(action):
         return "updating its task list"
     if tool in ("Bash", "Shell", "shell", "exec", "exec_command", "terminal", "run_command"):
         return f"running `{what}`"
