@@ -8,7 +8,12 @@ and keeps, in few dense lines:
 - the agent's closing message of each exchange, condensed: what was built, learned, left open
   (``rules_summary``); a proposal only once the user accepts it, as their decision;
 - failures with their real error line, fixes, test runs that passed, files written and writes
-  refused (``rules_tools``).
+  refused (``rules_tools``);
+- when a session is over with the agent still at work, where it stopped (one 🟢 line, and the
+  Current Context's "Suggested next" for the next session).
+
+What binds the work (the user's decisions, corrections, constraints, dated commitments, a failure
+the agent stayed stuck on) is 🔴; see docs/observer.md for the priorities.
 
 Who said it matters: a sub-agent's prompt is the agent's words, never the user's request or
 decision; only its closing report is read, as the agent's work. Transcript text is data, never

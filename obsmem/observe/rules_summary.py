@@ -13,7 +13,9 @@ last of the run):
   correct it;
 - as an *answer* (an explanation) when it is neither: its opening, one or two lines.
 
-Claims that the tool results contradict are dropped: "I've created CLAUDE.md" when the write of
+The opening's lead-ins (pleasantries, "Let me ...", remarks on the user's point, "Here's a
+summary:") and recap sections that name nothing are left out. Claims that the tool results
+contradict are dropped: "I've created CLAUDE.md" when the write of
 CLAUDE.md was refused. Plans' acceptance criteria are never read as results.
 """
 
