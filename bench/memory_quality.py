@@ -1,7 +1,7 @@
 """Memory quality on labelled real sessions: what om keeps, what it serves, how much is noise.
 
 Usage: python bench/memory_quality.py [--labels DIR] [--transcripts DIR] [--only NAME ...]
-       [--json] [--keep DIR] [--om PATH] [--provider none]
+       [--json] [--keep DIR] [--om PATH] [--provider none] [--lines]
 
 For each label file in ``tests/fixtures/labels/`` (one per session, see its README), the session
 is run through the pipeline a user gets, as subprocesses of the installed ``om``:
@@ -388,6 +388,8 @@ class SessionScore:
     context_entries: int = 0
     errors: list[str] = field(default_factory=list)
     noise_examples: list[str] = field(default_factory=list)
+    #: Every observation line with what it is: ``noise``, ``unlabelled`` or the facts it keeps.
+    lines: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def context_ok(self) -> bool:
@@ -418,6 +420,7 @@ class SessionScore:
             "missed_facts": [],  # filled by score_session
             "context_facts": self.in_context,
             "noise_examples": self.noise_examples,
+            "lines": self.lines,
             "errors": self.errors,
         }
 
@@ -456,12 +459,19 @@ def score_session(
         if any(fact.matches(line) for line in context_lines):
             score.in_context.append(fact.name)
     for line in obs_lines:
-        if is_noise(label, line):
+        noise = is_noise(label, line)
+        facts = [] if noise else [fact.name for fact in label.facts if fact.matches(line)]
+        if noise:
             score.noise_lines += 1
             if len(score.noise_examples) < 5:
                 score.noise_examples.append(line.strip()[:160])
-        elif not any(fact.matches(line) for fact in label.facts):
+            kind = "noise"
+        elif not facts:
             score.unlabelled_lines += 1
+            kind = "unlabelled"
+        else:
+            kind = "fact"
+        score.lines.append({"line": line.strip(), "class": kind, "facts": facts})
     score.observation_lines = len(obs_lines)
     score.transcript_chars = transcript_chars
     score.observation_chars = sum(len(observation_text(line)) for line in obs_lines)
@@ -616,6 +626,20 @@ def render(report: Mapping[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def render_lines(report: Mapping[str, Any]) -> str:
+    """Each session's observation lines, tagged ``noise``, ``unlabelled`` or with the facts they
+    keep: what to read when judging a change of the rules (``--lines``)."""
+    out: list[str] = []
+    for session in report["sessions"]:
+        out.append(f"\n== {session['session']}")
+        for entry in session["lines"]:
+            tag = (
+                entry["class"] if entry["class"] != "fact" else "fact: " + "; ".join(entry["facts"])
+            )
+            out.append(f"[{tag}] {entry['line']}")
+    return "\n".join(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the options, run the benchmark, print the table or the JSON report."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -626,6 +650,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, default=None, help="keep each session's home here")
     parser.add_argument("--om", default=None, help="the om executable (default: beside python)")
     parser.add_argument("--provider", default="none", help="OM_LLM_PROVIDER (default: none)")
+    parser.add_argument(
+        "--lines", action="store_true", help="also print every observation line with its class"
+    )
     args = parser.parse_args(argv)
     labels = load_labels(args.labels, args.transcripts, args.only)
     if not labels:
@@ -633,6 +660,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     report = run(labels, om=args.om, provider=args.provider, keep=args.keep)
     print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else render(report))
+    if args.lines and not args.json:
+        print(render_lines(report))
     return 0
 
 

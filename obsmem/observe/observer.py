@@ -154,14 +154,16 @@ def observe_chunk(
     deduper: Deduper,
     max_output_tokens: int = 4096,
     previous_context: dict[str, str] | None = None,
+    ended: bool = False,
 ) -> ChunkResult:
     """Observe one chunk with ``provider`` (or the rules when it is None); ``recent`` and
-    ``previous_context`` (the previous Current Context) are sent along as continuity.
+    ``previous_context`` (the previous Current Context) are sent along as continuity; ``ended``
+    says the chunk ends a session that is over (the rules then say where work stopped).
 
     Provider errors propagate, so the caller decides between falling back and deferring.
     """
     if provider is None:
-        drafts, context = observe_with_rules(turns)
+        drafts, context = observe_with_rules(turns, ended=ended)
         by = "rules"
     else:
         reply = provider.complete(

@@ -8,7 +8,12 @@ and keeps, in few dense lines:
 - the agent's closing message of each exchange, condensed: what was built, learned, left open
   (``rules_summary``); a proposal only once the user accepts it, as their decision;
 - failures with their real error line, fixes, test runs that passed, files written and writes
-  refused (``rules_tools``).
+  refused (``rules_tools``);
+- when a session is over with the agent still at work, where it stopped (one 🟢 line, and the
+  Current Context's "Suggested next" for the next session).
+
+What binds the work (the user's decisions, corrections, constraints, dated commitments, a failure
+the agent stayed stuck on) is 🔴; see docs/observer.md for the priorities.
 
 Who said it matters: a sub-agent's prompt is the agent's words, never the user's request or
 decision; only its closing report is read, as the agent's work. Transcript text is data, never
@@ -23,10 +28,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from obsmem.observe.draft import CurrentContext, Draft
-from obsmem.observe.rules_summary import Report, classify, intent_only, offer_of, report_drafts
+from obsmem.observe.rules_summary import (
+    Report,
+    announcement,
+    classify,
+    intent_only,
+    offer_of,
+    report_drafts,
+)
 from obsmem.observe.rules_text import condense, hostile, prose_sentences, shorten, unwrap
-from obsmem.observe.rules_tools import ToolFindings, read_tools
-from obsmem.observe.rules_user import ACK, reaction, user_drafts
+from obsmem.observe.rules_tools import ToolFindings, activity, planning, read_tools
+from obsmem.observe.rules_user import ACK, BINDING, reaction, user_drafts
 from obsmem.sources.model import Turn
 
 __all__ = ["observe_with_rules"]
@@ -36,7 +48,18 @@ FINAL_LINES = 6
 EXCHANGE_LINES = 3
 ANSWER_LINES = 2
 
-_ENTITY = re.compile(r"`([^`]{2,40})`|\b([A-Z][a-zA-Z0-9]+(?:[A-Z][a-z0-9]+)+|[A-Z]{2,}[a-z]*)\b")
+# A code span that is a name (not "`This will output: `"), a CamelCase name or an acronym, with
+# its file extension when it has one (``CLAUDE.md``, not ``CLAUDE``).
+_ENTITY = re.compile(
+    r"`([^`\s][^`\n]{0,38}[^`\s:])`"
+    r"|\b((?:[A-Z][a-zA-Z0-9]+(?:[A-Z][a-z0-9]+)+|[A-Z]{2,}[a-z]*)(?:\.[a-z]{1,4}(?![a-z]))?)"
+)
+_FENCED = re.compile(r"^\s*(```|~~~).*?^\s*\1", re.DOTALL | re.MULTILINE)
+# "Can you run that example?" asks the agent to do something: a request, not an open question.
+_POLITE_REQUEST = re.compile(r"^(?:can|could|would|will) you\b|^please\b", re.IGNORECASE)
+#: Importance of the line that says where an interrupted session stopped: minor (🟢), since what
+#: it says matters for the next session only, through the Current Context's "Suggested next".
+STOPPED_IMPORTANCE = 0.35
 _WRITES = re.compile(r"^(?:Edit|MultiEdit|Write|NotebookEdit|Patch|apply_patch|write_file)\b")
 
 
@@ -104,7 +127,7 @@ def _accepted(report: Report) -> Draft:
     if offer is None:
         parts = report_drafts(report, lines=1, refused=[])
         offer = parts[0].text if parts else shorten(report.turn.text, 200)
-    return Draft(shorten(f"User accepted: {offer}"), "decision", 0.75, 0.75, [report.turn])
+    return Draft(shorten(f"User accepted: {offer}"), "decision", BINDING, 0.75, [report.turn])
 
 
 def _files(paths: list[str]) -> str:
@@ -119,7 +142,15 @@ def _context(turns: list[Turn], exchanges: list[_Exchange], tools: ToolFindings)
     if users:
         # The request that opened this stretch of work; later turns mostly refine it.
         ctx.active_task = condense(users[0].words, 200)
-        questions = [s for e in users[-3:] for s in prose_sentences(e.words) if s.endswith("?")]
+        # Open: asked and not answered yet (the agent's closing message answers a question), and
+        # a real question, not a polite request.
+        questions = [
+            s
+            for e in users[-3:]
+            if e.closing() is None
+            for s in prose_sentences(e.words)
+            if s.endswith("?") and not _POLITE_REQUEST.match(s)
+        ]
         ctx.open_questions = [shorten(q, 200) for q in questions[-2:]]
     closing = exchanges[-1].closing() if exchanges else None
     if closing is not None:
@@ -129,7 +160,7 @@ def _context(turns: list[Turn], exchanges: list[_Exchange], tools: ToolFindings)
     counts: Counter[str] = Counter()
     for turn in turns:
         if turn.role in ("user", "assistant") and not _is_subagent(turn):
-            for match in _ENTITY.finditer(turn.text):
+            for match in _ENTITY.finditer(_FENCED.sub(" ", turn.text)):
                 counts[match.group(1) or match.group(2)] += 1
     counts.update(path.rsplit("/", 1)[-1] for path in tools.changed)
     counts.pop("REDACTED", None)  # the redaction marker is not an entity
@@ -137,8 +168,44 @@ def _context(turns: list[Turn], exchanges: list[_Exchange], tools: ToolFindings)
     return ctx
 
 
-def observe_with_rules(turns: list[Turn]) -> tuple[list[Draft], CurrentContext]:
-    """Drafts and the Current Context for a run of turns from one transcript."""
+def _stopped(exchange: _Exchange) -> tuple[Draft, str] | None:
+    """Where work stopped, when a session ended with the agent still at work (its last step a
+    tool call or an announcement such as "Let me run the tests", not an answer): the one thing
+    the next session needs from it, as a line and as the phrase that says where. None when the
+    agent's last step was an answer, or it never started."""
+    if exchange.user is not None and hostile(exchange.words):
+        return None
+    work = [
+        t
+        for t in exchange.turns
+        if not _is_subagent(t) and t.role in ("action", "outcome", "assistant")
+    ]
+    steps = [t for t in work if t.role != "outcome"]
+    if not steps:
+        return None
+    last = steps[-1]
+    if last.role == "assistant" and not announcement(last.text):
+        return None  # the agent's last step was its answer
+    if last.role == "action" and planning(last.text):
+        return None  # its task list, said as "Open tasks, ...", is where work stopped
+    if last.role == "assistant":
+        where = f"the agent's last words were: {shorten(last.text, 160)}"
+    elif work[-1] is last:
+        where = f"the agent was {activity(last.text)}"  # the call got no result
+    else:
+        where = f"the agent's last step was {activity(last.text)}"
+    line = f"The session stopped before the agent answered: {where}"
+    return Draft(shorten(line), "event", STOPPED_IMPORTANCE, 0.8, [last]), where
+
+
+def observe_with_rules(
+    turns: list[Turn], *, ended: bool = False
+) -> tuple[list[Draft], CurrentContext]:
+    """Drafts and the Current Context for a run of turns from one transcript.
+
+    ``ended`` says the run reaches the end of a session that is over (read with ``--flush``, or
+    idle): if the agent was still at work there, a line says where it stopped.
+    """
     tools = read_tools(turns)
     exchanges = _exchanges(turns)
     drafts: list[Draft] = []
@@ -157,10 +224,21 @@ def observe_with_rules(turns: list[Turn]) -> tuple[list[Draft], CurrentContext]:
             if lines and changed:
                 first = lines[0]
                 first.text = shorten(f"{first.text} (changed {_files(changed)})")
+                closing = exchange.closing()
+                wrote = exchange.wrote()
+                if first.type == "task" and closing and classify(closing, wrote) == "report":
+                    # Files written and the agent reported the work: done, not an open loop.
+                    first.completed = True
             drafts.extend(lines)
         closing = exchange.closing()
         if closing is not None:
-            pending = Report(closing, classify(closing, exchange.wrote()))
+            kind = classify(closing, exchange.wrote())
+            revision = (
+                kind == "answer" and bool(exchange.user) and reaction(exchange.words) == "reject"
+            )
+            # What the agent says after the user corrected it is its revised plan: a proposal,
+            # the user's correction being the line kept.
+            pending = Report(closing, "proposal" if revision else kind, revision)
     if pending is not None and pending.kind != "proposal":
         # The run's last word: the agent's account of the session so far, the richest one.
         budget = FINAL_LINES if pending.kind == "report" else ANSWER_LINES
@@ -188,7 +266,13 @@ def observe_with_rules(turns: list[Turn]) -> tuple[list[Draft], CurrentContext]:
                 [t for t in turns if t.role == "action"][:1],
             )
         )
-    return drafts, _context(turns, exchanges, tools)
+    context = _context(turns, exchanges, tools)
+    stopped = _stopped(exchanges[-1]) if ended and exchanges else None
+    if stopped is not None:
+        drafts.append(stopped[0])
+        if not context.suggested_next:
+            context.suggested_next = shorten(f"pick up where work stopped: {stopped[1]}", 200)
+    return drafts, context
 
 
 def _written(exchange: _Exchange) -> list[str]:
@@ -203,6 +287,10 @@ def _judged(report: Report, verdict: str | None, refused: list[str]) -> list[Dra
     """What an exchange's closing message gives once the user's next words have judged it."""
     if verdict == "accept" and report.kind != "proposal" and offer_of(report.turn.text) is None:
         verdict = None  # "Great!" after an explanation thanks it; nothing was proposed
+    if verdict == "accept" and report.revision and offer_of(report.turn.text) is None:
+        # "You're right, the new file is in the same folder ..." then "great": the decision is
+        # the user's correction, already a line; the agent's echo of it would repeat it.
+        return []
     if verdict == "accept":
         out = [_accepted(report)]
         if report.kind == "report":

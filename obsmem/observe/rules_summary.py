@@ -13,7 +13,9 @@ last of the run):
   correct it;
 - as an *answer* (an explanation) when it is neither: its opening, one or two lines.
 
-Claims that the tool results contradict are dropped: "I've created CLAUDE.md" when the write of
+The opening's lead-ins (pleasantries, "Let me ...", remarks on the user's point, "Here's a
+summary:") and recap sections that name nothing are left out. Claims that the tool results
+contradict are dropped: "I've created CLAUDE.md" when the write of
 CLAUDE.md was refused. Plans' acceptance criteria are never read as results.
 """
 
@@ -26,7 +28,7 @@ from obsmem.observe.draft import Draft
 from obsmem.observe.rules_text import LINE_CHARS, Section, pack, sections, shorten
 from obsmem.sources.model import Turn
 
-__all__ = ["Report", "classify", "offer_of", "report_drafts"]
+__all__ = ["Report", "announcement", "classify", "intent_only", "offer_of", "report_drafts"]
 
 _DONE = re.compile(
     r"\b(?:I'?ve|I have|we'?ve|we have)\s+(?:now\s+|also\s+|successfully\s+)?"
@@ -57,12 +59,60 @@ _RECAP_HEADING = re.compile(
     r"|changed|done|completed|results?|verification|implemented)\b",
     re.IGNORECASE | re.MULTILINE,
 )
+# A proposal puts something forward: a heading that names a plan or options, "I propose /
+# recommend / suggest", "here's the plan", "option 2", "we could". The bare nouns are not enough:
+# "a decorator is a design pattern" explains, it proposes nothing.
+_PROPOSAL = re.compile(
+    r"^\s*#{1,6}[^\n]*\b(?:plans?|proposals?|proposed|approach(?:es)?|options?|solutions?"
+    r"|designs?|recommendations?)\b"
+    r"|\b(?:i|we) (?:would |'d )?(?:propose|recommend|suggest)\b"
+    r"|\b(?:my|the|this|our) (?:proposed|recommended|suggested)\b"
+    r"|\bhere'?s (?:the|my|a|an|what i) (?:\w+ ){0,2}(?:plan|approach|proposal|design|solution"
+    r"|options?|propose|recommend|suggest)\b"
+    r"|\boption (?:\d|[a-c]\b|one|two)|\b(?:we|you) could\b",
+    re.IGNORECASE | re.MULTILINE,
+)
 _NOT_RESULTS = re.compile(r"acceptance criteria|success criteria|definition of done", re.I)
+# Whole words only, and "todo" not as part of a name: "Todo-app Subdirectory" or "OpenCode
+# config" head a description, not a list of what is left to do.
 _OPEN_HEADING = re.compile(
-    r"next|todo|to do|remaining|left|open|pending|follow|outstanding|blocker|issue|known", re.I
+    r"\b(?:next|to-?dos?|to do|remaining|left|open|pending|follow[- ]?ups?|outstanding"
+    r"|blockers?|issues?|known)\b(?!-)",
+    re.I,
 )
 _LESSON_HEADING = re.compile(r"learn|finding|insight|cause|discover|why|note|problem|lesson", re.I)
 _FACT_HEADING = re.compile(r"architect|stack|structure|overview|design|layout|component", re.I)
+
+
+# What an agent says before it says anything: a pleasantry ("I'd be happy to help ..."), what it
+# is about to do ("Let me redesign:"), a remark on the user's point ("This is a critical
+# distinction"), an announcement of what follows ("Here's a comprehensive summary:"). Agents
+# open most messages so; none of it is worth a line, so it is taken out of the opening.
+_PLEASANTRY = re.compile(
+    r"^(?:i'?d be (?:happy|glad) to help|happy to help|glad to help|i can help)\b",
+    re.IGNORECASE,
+)
+_REMARK = re.compile(
+    r"^(?:this|that|it)(?: is|'s| was) (?:a |an |the )?(?:\w+ ){0,3}(?:point|distinction"
+    r"|insight|catch|question|observation|idea|clarification|requirement)\b[^.!?]*[.!?]?$",
+    re.IGNORECASE,
+)
+_ANNOUNCEMENT = re.compile(
+    r"^(?:based on [^,]{0,120}, )?(?:here'?s|here is|here are|below is|below are|the following"
+    r"|this is what|that'?s what)\b[^.!?]{0,120}:$",
+    re.IGNORECASE,
+)
+
+
+def _lead_out(text: str) -> str:
+    """``text`` (a message's opening) without its lead-in sentences; empty when nothing else."""
+    text = _INTERJECTION.sub("", text.strip()).strip()
+    kept = []
+    for sentence in re.split(r"(?<=[.!?])\s+", text):
+        plain = re.sub(r"\*\*|__", "", sentence)  # "This is a **critical distinction**"
+        if not any(p.match(plain) for p in (_PLEASANTRY, _INTENT_ONLY, _REMARK, _ANNOUNCEMENT)):
+            kept.append(sentence)
+    return " ".join(kept).strip()
 
 
 @dataclass
@@ -71,6 +121,8 @@ class Report:
 
     turn: Turn
     kind: str  # "report", "proposal" or "answer"
+    #: The agent's answer to a correction: its revised plan, which mostly restates the correction.
+    revision: bool = False
 
 
 def classify(turn: Turn, wrote: bool) -> str:
@@ -84,11 +136,7 @@ def classify(turn: Turn, wrote: bool) -> str:
     opening = _INTERJECTION.sub("", text.lstrip())[:300]
     if _DONE.search(opening) or _RECAP_HEADING.search(text) or (wrote and not _OFFER.search(text)):
         return "report"
-    if _OFFER.search(text) or re.search(
-        r"\b(?:plan|proposal|propose|approach|option|recommend|suggest|solution|design)\b",
-        text,
-        re.IGNORECASE,
-    ):
+    if _OFFER.search(text) or _PROPOSAL.search(text):
         return "proposal"
     return "answer"
 
@@ -103,7 +151,7 @@ def _opening(parts: list[Section]) -> tuple[str, list[Section]]:
     """The message's opening line (first paragraph, else its first heading) and the rest."""
     first = parts[0] if parts else Section("")
     if not first.heading and first.items:
-        text = _INTERJECTION.sub("", first.items[0]).strip()
+        text = _lead_out(first.items[0])
         rest_items = first.items[1:]
         if text.endswith(":") and rest_items:
             text = f"{text} {rest_items[0]}"
@@ -119,8 +167,8 @@ def _opening(parts: list[Section]) -> tuple[str, list[Section]]:
     if first.heading and first.items:
         # "## Summary" then the paragraph that says it: the paragraph is the opening.
         generic = re.fullmatch(r"(?:summary|done|result|results|overview)", first.heading, re.I)
-        if generic:
-            text = _INTERJECTION.sub("", first.items[0]).strip()
+        if generic or not _lead_out(first.heading):  # "Ah! Good point. Let me redesign:"
+            text = _lead_out(first.items[0])
             rest = [Section("", first.items[1:])] if first.items[1:] else []
             return text, rest + parts[1:]
         return pack(first.heading, first.items), parts[1:]
@@ -161,6 +209,11 @@ def report_drafts(report: Report, *, lines: int, refused: list[str]) -> list[Dra
         ]
         if not items or (not part.heading and len(items) == 1 and len(items[0]) < 24):
             continue
+        if _kind_of(part.heading) == "event" and _specificity(part, items) == 0:
+            # "Each step includes: code examples; testing requirements": a recap section that
+            # names nothing (no file, number, command or identifier) describes the work's shape,
+            # not what was done; what is left open and what was learned are kept whatever.
+            continue
         candidates.append((number, part, items))
     room = max(0, lines - len(out))
     if len(candidates) > room:
@@ -194,6 +247,13 @@ def intent_only(text: str) -> bool:
     text = _INTERJECTION.sub("", text.strip())
     if len(text) < 60 and "\n" not in text and not _DONE.search(text):
         return True  # "Noted." / "Understood; I will not repeat those.": an acknowledgement
+    return announcement(text)
+
+
+def announcement(text: str) -> bool:
+    """True for a short message that opens or ends with what the agent will do next ("Let me
+    run the tests."): work announced, not work reported."""
+    text = _INTERJECTION.sub("", text.strip())
     if len(text) >= 400 or "\n-" in text or "\n1." in text:
         return False
     sentences = re.split(r"(?<=[.!?:])\s+", text)

@@ -25,7 +25,7 @@ from obsmem.observe.draft import Draft
 from obsmem.observe.rules_text import shorten
 from obsmem.sources.model import Turn
 
-__all__ = ["ToolFindings", "error_line", "open_tasks", "read_tools"]
+__all__ = ["ToolFindings", "activity", "error_line", "open_tasks", "planning", "read_tools"]
 
 _CHANGE = re.compile(
     r"^(?:Edit|MultiEdit|Write|NotebookEdit|Patch|apply_patch|write_file|write|edit|patch"
@@ -92,6 +92,10 @@ _ERROR_LINE = re.compile(
     r"\b\w*(?:Error|Exception|Failure)\b|\berror\b|\bFAIL(?:ED)?\b|\bfatal\b|\bpanic\b"
     r"|\bcannot\b|\bcan't\b|\bnot found\b|\bdenied\b|\bundefined\b",
 )
+
+
+#: Importance of a failure that blocks: 🔴 (``obsmem.memory.model.priority_for``).
+BLOCKING = 0.8
 
 
 @dataclass
@@ -207,6 +211,40 @@ def open_tasks(turns: list[Turn]) -> Draft | None:
     return Draft(shorten("Open tasks, " + "; ".join(parts)), "task", 0.55, 0.8, [last])
 
 
+_READING = frozenset({"Read", "read", "read_file", "NotebookRead", "view", "cat", "WebFetch"})
+_SEARCHING = frozenset({"Grep", "Glob", "LS", "grep", "glob", "search", "list_dir", "WebSearch"})
+_DELEGATING = frozenset({"Task", "Agent", "spawn_agent", "delegate_task", "sessions_spawn"})
+_PLANNING = frozenset({"TodoWrite", "update_plan", "todo_write", "todowrite"})
+
+
+def planning(action: str) -> bool:
+    """True for a call that only writes the agent's own task list (TodoWrite, update_plan)."""
+    return _tool_of(action.strip()) in _PLANNING
+
+
+def activity(action: str) -> str:
+    """What the agent was doing with one call, as the end of "the agent was ...":
+    ``Read: README.md`` -> ``reading README.md``, ``Bash: npm test (Run)`` -> ``running `npm
+    test```."""
+    tool = _tool_of(action.strip())
+    what = shorten(_command_of(action), 100)
+    if not what or what == tool:
+        return f"calling {tool}"
+    if _CHANGE.match(action.strip()):
+        return f"editing {what}"
+    if tool in _READING:
+        return f"reading {what}"
+    if tool in _SEARCHING:
+        return f"searching ({what})"
+    if tool in _DELEGATING:
+        return f"waiting on a sub-agent ({what})"
+    if planning(action):
+        return "updating its task list"
+    if tool in ("Bash", "Shell", "shell", "exec", "exec_command", "terminal", "run_command"):
+        return f"running `{what}`"
+    return f"calling {tool} ({what})"
+
+
 def read_tools(turns: list[Turn]) -> ToolFindings:
     """The failures, fixes, passing test runs and file changes of a run of turns."""
     found = ToolFindings()
@@ -284,7 +322,9 @@ def read_tools(turns: list[Turn]) -> ToolFindings:
             Draft(
                 shorten(f"Failed{again}: `{shorten(command, 100)}`: {line}"),
                 "error",
-                0.6,
+                # Run again and still failing when the run ends: the agent was stuck on it, a
+                # blocker (🔴); a single failure the agent moved on from is context (🟡).
+                BLOCKING if times > 1 else 0.6,
                 0.8,
                 [call.turn, turn],
             )

@@ -20,7 +20,7 @@ from obsmem.observe.draft import Draft
 from obsmem.observe.rules_text import condense, hostile, prose_sentences, shorten
 from obsmem.sources.model import Turn
 
-__all__ = ["ACK", "reaction", "user_drafts"]
+__all__ = ["ACK", "BINDING", "reaction", "user_drafts"]
 
 #: Replies that say nothing but "carry on" (or a plain greeting): no line of their own.
 ACK = re.compile(
@@ -47,6 +47,8 @@ _CONSTRAINT = re.compile(
     r"\b(?:must(?:n'?t| not)?|should(?:n'?t| not)|don'?t|do not|never|always|avoid"
     r"|no need to|not allowed|keep in mind|it'?s important|important(?: to|:)|make sure"
     r"|instead of|rather than|use \S+(?: \S+)? instead|i'?d rather|not acceptable"
+    # "Use pytest, not unittest"; "please remember I deploy on a Pi": said to be kept.
+    r"|use [^\s,]+(?: [^\s,]+)?,? not|please remember|remember that|bear in mind"
     r"|unacceptable)\b",
     re.IGNORECASE,
 )
@@ -56,10 +58,16 @@ _DECISION = re.compile(
     r"|switch(?:ing)? (?:from \S+ )?to|option \w+ is)\b",
     re.IGNORECASE,
 )
+# A date the user must meet: "by Friday", "due on 2026-03-02", "deadline".
+_DEADLINE_WORDS = (
+    r"deadline|due (?:on|by)|by (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+    r"|tomorrow|tonight|next week|end of (?:the )?(?:day|week|month)|eod|eow|\d{4}-\d{2}-\d{2}"
+    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2})"
+)
+_DEADLINE = re.compile(rf"\b(?:{_DEADLINE_WORDS})\b", re.IGNORECASE)
 _COMMITMENT = re.compile(
     r"\b(?:i'?ll|i will|i need to|we need to|i have to|we have to|remember to|don'?t forget"
-    r"|deadline|due (?:on|by)|by (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-    r"|tomorrow|tonight|next week|end of (?:the )?(?:day|week|month)|eod|eow))\b",
+    rf"|{_DEADLINE_WORDS})\b",
     re.IGNORECASE,
 )
 _PREFERENCE = re.compile(
@@ -111,16 +119,22 @@ def reaction(text: str) -> str | None:
     return None
 
 
+#: 🔴 (``priority_for``): what the user decided, forbade, corrected or must do by a date binds
+#: the work from then on, and a colleague who missed it would get it wrong. What they asked or
+#: prefer stays 🟡: it is context for the work, often done by the end of the session.
+BINDING = 0.8
+
+
 def _kind(sentence: str) -> tuple[str, str, float] | None:
     """``(type, label, importance)`` for a sentence that decides or constrains, else None."""
     if _DECISION.search(sentence):
-        return "decision", "User decided", 0.75
+        return "decision", "User decided", BINDING
     if _COMMITMENT.search(sentence):
-        return "commitment", "User plans", 0.7
+        return "commitment", "User plans", BINDING if _DEADLINE.search(sentence) else 0.7
     if _PREFERENCE.search(sentence):
         return "preference", "User prefers", 0.7
     if _CONSTRAINT.search(sentence):
-        return "preference", "User constraint", 0.7
+        return "preference", "User constraint", BINDING
     return None
 
 
@@ -147,7 +161,9 @@ def user_drafts(turn: Turn, text: str) -> list[Draft]:
             return [Draft(f"User ran {command}", "task", 0.45, 0.9, [turn])]
     text = _FILLER.sub("", text)
     if reaction(text) == "reject":
-        return [Draft(shorten(f"User corrected: {condense(text)}"), "decision", 0.75, 0.85, [turn])]
+        return [
+            Draft(shorten(f"User corrected: {condense(text)}"), "decision", BINDING, 0.85, [turn])
+        ]
     text = _LEADING_ACK.sub("", text) or text
     if _GREETING.match(text) and len(text) < 40:
         return [Draft(shorten(f"User said: {text}"), "event", 0.3, 0.85, [turn])]
@@ -158,7 +174,8 @@ def user_drafts(turn: Turn, text: str) -> list[Draft]:
     if not typed:
         return [Draft(shorten(f"User asked: {condense(text)}"), "task", 0.5, 0.85, [turn])]
     out: list[Draft] = []
-    rest = [s for s, k in zip(sentences, kinds, strict=True) if k is None]
+    # "thanks." beside a constraint is no request of its own.
+    rest = [s for s, k in zip(sentences, kinds, strict=True) if k is None and not ACK.match(s)]
     # Past the lines a message may give, a sentence is part of the request.
     rest.extend(sentence for sentence, _ in typed[EXTRA_LINES + 1 :])
     if rest:

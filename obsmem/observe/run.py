@@ -147,7 +147,11 @@ def run_observe(
                 report.files_read += 1
                 report.turns += len(result.turns)
                 report.skipped.update(result.skipped)
-                llm = _observe_file(store, run, claimed, result, llm, settings, deduper, report)
+                # Read to its end with --flush or once idle: the session is over.
+                ended = flush or claimed.idle
+                llm = _observe_file(
+                    store, run, claimed, result, llm, settings, deduper, report, ended=ended
+                )
     reflected = _catch_up(store, settings, report, now=reflect_new and report.written > 0)
     if report.written or (reflected is not None and (reflected.written or reflected.archive.days)):
         _after_writing(store, report)
@@ -177,16 +181,24 @@ def _observe_file(
     settings: Settings,
     deduper: Deduper,
     report: ObserveReport,
+    *,
+    ended: bool = False,
 ) -> Any:
     """Observe one file's turns chunk by chunk; returns the provider to use for the next file
-    (None once the provider failed and the rules took over)."""
+    (None once the provider failed and the rules took over). ``ended``: the session is over."""
     project = result.turns[0].project if result.turns else None
     carried = continuity(store, project, settings.observer_max_input_tokens)
     for chunk in chunk_turns(result.turns, settings.observer_max_input_tokens):
         recent, before = carried.recent, carried.context
+        final = ended and chunk[-1].byte_end == result.turns[-1].byte_end
         try:
             done = observe_chunk(
-                chunk, provider=llm, recent=recent, deduper=deduper, previous_context=before
+                chunk,
+                provider=llm,
+                recent=recent,
+                deduper=deduper,
+                previous_context=before,
+                ended=final,
             )
         except OmError as exc:
             if llm is None:
@@ -197,7 +209,7 @@ def _observe_file(
                 run.release(pending)  # the cursor stays after the last chunk written
                 return llm
             llm = None  # the rules observe the rest of this run
-            done = observe_chunk(chunk, provider=None, recent=recent, deduper=deduper)
+            done = observe_chunk(chunk, provider=None, recent=recent, deduper=deduper, ended=final)
         if done.by == "llm":
             report.chunks_llm += 1
         else:

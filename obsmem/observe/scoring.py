@@ -44,8 +44,11 @@ FLOORS: tuple[Floor, ...] = (
     Floor(
         "release",
         0.8,
+        # A release, not a thing named after releases: "the release skill", "release notes"
+        # or "the release branch" says nothing about shipping anything.
         _words(
-            r"released?",
+            r"released?(?! (?:skills?|notes?|branch(?:es)?|scripts?|workflows?|tooling|process"
+            r"|templates?|managers?|channels?)\b)",
             r"releasing",
             r"shipped",
             r"publish(?:ed)? to",
@@ -56,8 +59,11 @@ FLOORS: tuple[Floor, ...] = (
     Floor(
         "deployment",
         0.8,
+        # Likewise a "deploy token", "deploy key" or "deploy user" is a credential, not a
+        # deployment ("the staging deploy failed" is one).
         _words(
-            r"deploy(?:ed|ment|ing)?",
+            r"deploy(?:ed|ment|ing|s)?(?! (?:tokens?|keys?|credentials?|users?|accounts?"
+            r"|secrets?|passwords?)\b)",
             r"rolled (?:out|back)",
             r"roll-?back",
             r"in production",

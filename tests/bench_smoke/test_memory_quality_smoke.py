@@ -99,6 +99,16 @@ def test_scoring_on_a_hand_made_memory() -> None:
     assert (report["observation_lines"], report["noise_lines"]) == (5, 2)
     assert report["noise_share"] == 0.4
     assert report["unlabelled_lines"] == 2  # the linter line and the Current Context line
+    # Each line with its class, to read what a change of the rules did (--lines).
+    assert [(e["class"], e["facts"]) for e in report["lines"]] == [
+        ("fact", ["db choice"]),
+        ("noise", []),
+        ("noise", []),
+        ("unlabelled", []),
+        ("unlabelled", []),
+    ]
+    shown = Q.render_lines({"sessions": [report]})
+    assert "[fact: db choice] - 🔴 10:00" in shown and shown.count("[noise]") == 2
     texts = [Q.observation_text(line) for line in obs]
     assert texts[0] == "Chose Postgres for concurrent writes"
     assert texts[4] == "wire the checkout page"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from obsmem.observe.draft import Draft
+from obsmem.observe.draft import Draft, to_observation
 from obsmem.observe.rules import observe_with_rules
 from obsmem.sources.model import Turn
 
@@ -247,3 +247,289 @@ def test_assistant_words_alone_are_no_milestone() -> None:
         [turn("assistant", "## Plan\n\nOnce done, all 42 tests pass and the PR is merged.", 1)]
     )
     assert not [d for d in drafts if d.type == "milestone"]
+
+
+# --- where an interrupted session stopped ------------------------------------------------------
+
+
+def test_a_session_that_ends_mid_tool_call_says_where_work_stopped() -> None:
+    run = [
+        turn("user", "Fix the flaky integration test in crates/net", 1),
+        turn("assistant", "Let me run the tests first.", 2),
+        turn("action", "Bash: cargo test -p net (Run the net tests)", 3),
+    ]
+    drafts, ctx = observe_with_rules(run, ended=True)
+    (stopped,) = [d for d in drafts if d.text.startswith("The session stopped")]
+    assert stopped.text == (
+        "The session stopped before the agent answered: the agent was running `cargo test -p net`"
+    )
+    assert stopped.importance < 0.4  # 🟢: the Current Context carries it to the next session
+    assert [t.line_start for t in stopped.turns] == [3]
+    assert ctx.suggested_next == (
+        "pick up where work stopped: the agent was running `cargo test -p net`"
+    )
+    # A run that is not the session's end (a scheduled read of a live session) says nothing.
+    live, live_ctx = observe_with_rules(run)
+    assert not [d for d in live if d.text.startswith("The session stopped")]
+    assert live_ctx.suggested_next == ""
+
+
+def test_the_last_step_or_the_last_words_are_said_and_an_answer_ends_nothing() -> None:
+    read_then_stop = [
+        turn("user", "hello", 1),
+        turn("action", "read: docs/ARCHITECTURE.md", 2),
+        turn("outcome", "# Architecture\n\nThe gateway fans requests out to workers.", 3),
+    ]
+    drafts, _ = observe_with_rules(read_then_stop, ended=True)
+    assert drafts[-1].text == (
+        "The session stopped before the agent answered: the agent's last step was "
+        "reading docs/ARCHITECTURE.md"
+    )
+    announced, _ = observe_with_rules(
+        [
+            turn("user", "Bump the lodash version", 1),
+            turn("action", "Edit: package.json", 2),
+            turn("outcome", "The file package.json has been updated.", 3),
+            turn("assistant", "Now let me run the install to refresh the lockfile.", 4),
+        ],
+        ended=True,
+    )
+    assert announced[-1].text == (
+        "The session stopped before the agent answered: the agent's last words were: "
+        "Now let me run the install to refresh the lockfile."
+    )
+    answered, _ = observe_with_rules(
+        [
+            turn("user", "Bump the lodash version", 1),
+            turn("action", "Edit: package.json", 2),
+            turn("assistant", "Bumped lodash to 4.17.21 in package.json.", 3),
+        ],
+        ended=True,
+    )
+    assert not [d for d in answered if d.text.startswith("The session stopped")]
+    # The agent's own task list already says where it stood.
+    planned, _ = observe_with_rules(
+        [
+            turn("user", "Add rate limiting", 1),
+            turn("action", "TodoWrite: [>] Add the limiter; [ ] Document it", 2),
+        ],
+        ended=True,
+    )
+    assert not [d for d in planned if d.text.startswith("The session stopped")]
+    assert any(d.text.startswith("Open tasks") for d in planned)
+
+
+def test_a_subagent_still_working_is_the_agent_waiting_on_it() -> None:
+    drafts, _ = observe_with_rules(
+        [
+            turn("user", "Audit the billing module for rounding bugs", 1),
+            turn("action", "Task: Review billing rounding (code-reviewer)", 2),
+            turn("user", "Review every use of round() in billing/", 3, sub=True),
+            turn("action", "Grep: round\\(", 4, sub=True),
+        ],
+        ended=True,
+    )
+    assert drafts[-1].text == (
+        "The session stopped before the agent answered: the agent was waiting on a sub-agent "
+        "(Review billing rounding)"
+    )
+
+
+# --- lines nobody would keep: lead-ins, shapeless recaps, proposals that were not accepted -------
+
+
+def test_an_explanation_is_no_proposal_and_thanks_accept_nothing() -> None:
+    drafts, _ = observe_with_rules(
+        [
+            turn("user", "How does the retry middleware work?", 1),
+            turn(
+                "assistant",
+                "I'd be happy to help you with the retry middleware! It is a common design "
+                "pattern: it wraps the handler and retries on 503 with exponential backoff.",
+                2,
+            ),
+            turn("user", "Great! Can you also add jitter to it?", 3),
+        ]
+    )
+    assert not [d for d in drafts if d.text.startswith("User accepted")]
+    assert "It is a common design pattern: it wraps the handler and retries on 503" in " ".join(
+        texts(drafts)
+    )
+    assert not [d for d in drafts if "happy to help" in d.text]
+
+
+def test_lead_ins_and_announcements_do_not_open_a_report() -> None:
+    report = (
+        "Based on my review of the repository, here's a comprehensive summary:\n\n"
+        "## Layout\n- `cmd/ledger` holds the CLI entry point\n- `internal/store` wraps Postgres\n"
+    )
+    drafts, _ = observe_with_rules(
+        [
+            turn("user", "Map the repository for me", 1),
+            turn("action", "Glob: **/*.go", 2),
+            turn("assistant", report, 3),
+        ]
+    )
+    assert texts(drafts)[1].startswith("Layout: `cmd/ledger` holds the CLI entry point")
+    assert not [d for d in drafts if "comprehensive summary" in d.text]
+    remark, _ = observe_with_rules(
+        [
+            turn("user", "the cache must be per tenant", 1),
+            turn(
+                "assistant",
+                "Ah! This is a **critical distinction**. Let me redesign:\n\n"
+                "I've split the cache by tenant id in `cache/tenant.py`.",
+                2,
+            ),
+        ]
+    )
+    assert not [d for d in remark if "critical distinction" in d.text or "Let me" in d.text]
+    assert any("split the cache by tenant id" in d.text for d in remark)
+
+
+def test_a_recap_section_that_names_nothing_is_dropped() -> None:
+    summary = (
+        "I've written the runbook to `docs/runbook.md`.\n\n"
+        "### Each section includes\n- Clear explanations\n- Examples where useful\n"
+        "- Testing notes\n\n"
+        "### Changed\n- `docs/runbook.md`: new, 4 sections\n\n"
+        "### Next steps\n- Review it with the on-call team\n"
+    )
+    drafts, _ = observe_with_rules(
+        [
+            turn("user", "write an on-call runbook", 1),
+            turn("action", "Write: docs/runbook.md", 2),
+            turn("assistant", summary, 3),
+        ]
+    )
+    lines = texts(drafts)
+    assert not [t for t in lines if t.startswith("Each section includes")]
+    assert any(t.startswith("Changed: `docs/runbook.md`") for t in lines)
+    assert any(t.startswith("Next steps: Review it") for t in lines)  # open items, always
+
+
+def test_the_revised_plan_after_a_correction_is_a_proposal_until_accepted() -> None:
+    revised = (
+        "You're right. The events table can hold the audit rows with a kind column, keyed by "
+        "the request id."
+    )
+    start = [
+        turn("user", "Store the audit trail", 1),
+        turn("assistant", "## Plan\n\nI propose a new audit_log table.", 2),
+        turn("user", "no, don't add a table, reuse the events table", 3),
+        turn("assistant", revised, 4),
+    ]
+    ignored, _ = observe_with_rules([*start, turn("user", "what about retention?", 5)])
+    assert not [d for d in ignored if "kind column" in d.text]
+    assert any(d.text.startswith("User corrected: no, don't add a table") for d in ignored)
+    # Accepted, it is the user's correction that says what was decided, not the agent's echo.
+    accepted, _ = observe_with_rules([*start, turn("user", "yes, do it", 5)])
+    assert not [d for d in accepted if "kind column" in d.text]
+    assert [d.type for d in accepted if d.text.startswith("User corrected")] == ["decision"]
+    # An explicit offer in the revision is still the user's decision once accepted.
+    offered = [*start[:3], turn("assistant", revised + " Shall I write the migration?", 4)]
+    yes, _ = observe_with_rules([*offered, turn("user", "yes", 5)])
+    assert "User accepted: write the migration" in texts(yes)
+
+
+def test_open_questions_are_unanswered_questions_not_requests() -> None:
+    _, ctx = observe_with_rules(
+        [
+            turn("user", "Can you run the linter on src/?", 1),
+            turn("action", "Bash: ruff check src", 2),
+            turn("assistant", "Ruff found 3 unused imports in src/app.py; fixed them.", 3),
+            turn("user", "Is it worth moving to uv? Could you check the lock file too?", 4),
+        ]
+    )
+    assert ctx.open_questions == ["Is it worth moving to uv?"]
+
+
+def test_key_entities_are_names_with_their_extension_not_code() -> None:
+    _, ctx = observe_with_rules(
+        [
+            turn("user", "Update README.md and the CHANGELOG.md", 1),
+            turn(
+                "assistant",
+                "Updated README.md.\n\n```python\nprint(`This will output: `)\n```\n"
+                "Also `make docs` now builds.",
+                2,
+            ),
+        ]
+    )
+    assert "README.md" in ctx.key_entities and "CHANGELOG.md" in ctx.key_entities
+    assert "README" not in ctx.key_entities
+    assert not [e for e in ctx.key_entities if "output" in e]
+
+
+def test_a_heading_that_names_a_todo_app_is_no_open_task() -> None:
+    report = (
+        "I've mapped the project.\n\n"
+        "### Todo-app Subdirectory\n- `todo-app/src` holds the Next.js 15 app\n\n"
+        "### OpenCode config\n- `opencode.json` sets `threshold: 0.9`\n"
+    )
+    drafts, _ = observe_with_rules(
+        [turn("user", "map it", 1), turn("action", "Glob: **/*", 2), turn("assistant", report, 3)]
+    )
+    assert [d.type for d in drafts if d.text.startswith(("Todo-app", "OpenCode"))] == [
+        "event",
+        "event",
+    ]
+
+
+# --- priorities: what binds the work is 🔴, routine progress 🟢 ----------------------------------
+
+
+def test_decisions_constraints_corrections_and_deadlines_are_important() -> None:
+    drafts, _ = observe_with_rules(
+        [
+            turn("user", "Let's go with SQLite for the cache.", 1),
+            turn("user", "Never push to the main branch directly.", 2),
+            turn("user", "I need to ship the billing export by Friday.", 3),
+            turn("user", "I'll look at the flaky test later.", 4),
+            turn("user", "Add a --dry-run flag to the sync command", 5),
+            turn("assistant", "Added `--dry-run` to `sync` in cli/sync.py.", 6),
+            turn("user", "no, the flag belongs on the push command", 7),
+        ]
+    )
+    priority = {d.text.split(":", 1)[0]: to_observation(d).priority for d in drafts}
+    assert priority["User decided"] == "🔴"
+    assert priority["User constraint"] == "🔴"
+    assert priority["User corrected"] == "🔴"
+    assert priority["User asked"] == "🟡"
+    plans = {d.text: to_observation(d).priority for d in drafts if d.type == "commitment"}
+    assert plans == {
+        "User plans: I need to ship the billing export by Friday.": "🔴",
+        "User plans: I'll look at the flaky test later.": "🟡",
+    }
+
+
+def test_a_request_done_with_files_written_is_complete_not_open() -> None:
+    drafts, _ = observe_with_rules(
+        [
+            turn("user", "Add a healthcheck endpoint", 1),
+            turn("action", "Edit: api/health.go", 2),
+            turn("assistant", "I've added `GET /healthz` in api/health.go.", 3),
+            turn("user", "Now add a readiness probe", 4),
+            turn("assistant", "Should it check the database too?", 5),
+        ]
+    )
+    done = {d.text: d.completed for d in drafts if d.text.startswith("User asked")}
+    assert done == {
+        "User asked: Add a healthcheck endpoint (changed api/health.go)": True,
+        "User asked: Now add a readiness probe": False,
+    }
+
+
+def test_use_x_not_y_and_please_remember_are_constraints() -> None:
+    drafts, _ = observe_with_rules(
+        [
+            turn("user", "Run the tests and fix what is broken. Use pytest, not unittest.", 1),
+            turn("user", "thanks.\nPlease remember I deploy on a Raspberry Pi 4.", 2),
+        ]
+    )
+    assert not [d for d in drafts if d.text == "User asked: thanks."]
+    constraints = [d.text for d in drafts if d.text.startswith("User constraint")]
+    assert constraints == [
+        "User constraint: Use pytest, not unittest.",
+        "User constraint: Please remember I deploy on a Raspberry Pi 4.",
+    ]

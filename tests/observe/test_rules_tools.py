@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from obsmem.observe.rules_tools import error_line, open_tasks, read_tools
+import pytest
+
+from obsmem.observe.draft import to_observation
+from obsmem.observe.rules_tools import BLOCKING, activity, error_line, open_tasks, read_tools
 from tests.observe.test_rules import turn
 
 
@@ -115,3 +118,37 @@ def test_the_task_list_left_open_is_kept_unless_a_recap_follows() -> None:
     recap = turn("assistant", "## Summary\n\n" + "I've added the tests and the docs. " * 8, 2)
     assert open_tasks([*listed, recap]) is None
     assert open_tasks([turn("action", "TodoWrite: [x] Design; [x] Docs", 1)]) is None
+
+
+def test_a_failure_the_agent_kept_retrying_blocks_and_one_it_left_is_context() -> None:
+    found = read_tools(
+        [
+            turn("action", "Bash: npm run build (Build)", 1),
+            turn("outcome", "Bash exit 1: Error: Cannot find module 'vite'", 2),
+            turn("action", "Bash: npm run build (Build again)", 3),
+            turn("outcome", "Bash exit 1: Error: Cannot find module 'vite'", 4),
+            turn("action", "Bash: make lint", 5),
+            turn("outcome", "Bash exit 2: error: unused import os", 6),
+        ]
+    )
+    importance = {d.text.split(":", 1)[0]: d.importance for d in found.drafts}
+    assert importance == {"Failed (2 times)": BLOCKING, "Failed": 0.6}
+    assert to_observation(found.drafts[0]).priority == "🔴"
+
+
+@pytest.mark.parametrize(
+    ("action", "doing"),
+    [
+        ("read: README.md", "reading README.md"),
+        ("Read: src/app.py", "reading src/app.py"),
+        ("Bash: cargo test -p net (Run the tests)", "running `cargo test -p net`"),
+        ("Shell: pytest -q", "running `pytest -q`"),
+        ("Edit: src/app.py", "editing src/app.py"),
+        ("Grep: TODO", "searching (TODO)"),
+        ("Task: Review the API (code-reviewer)", "waiting on a sub-agent (Review the API)"),
+        ("WebSearch: fastapi lifespan", "searching (fastapi lifespan)"),
+        ("mcp__db__query: select 1", "calling mcp__db__query (select 1)"),
+    ],
+)
+def test_activity_says_what_a_call_was_doing(action: str, doing: str) -> None:
+    assert activity(action) == doing

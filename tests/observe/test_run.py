@@ -241,3 +241,61 @@ def test_second_run_sends_only_new_turns(
     transcript_part = sent.split("<transcript>", 1)[1]
     assert "Zebra-stripe the dashboard tables" in transcript_part
     assert "CI keeps failing" not in transcript_part  # old turns are not sent again
+
+
+def _interrupted_session(folder: Path) -> Path:
+    """A Claude Code session whose agent was still running a command when it ended."""
+    records = [
+        {
+            "type": "user",
+            "uuid": "u1",
+            "sessionId": "s-int",
+            "cwd": "/home/ana/ledger",
+            "timestamp": "2026-03-02T09:00:00Z",
+            "message": {"role": "user", "content": "Run the migration against the test db"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "sessionId": "s-int",
+            "cwd": "/home/ana/ledger",
+            "timestamp": "2026-03-02T09:00:05Z",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "Bash",
+                        "input": {"command": "alembic upgrade head", "description": "Migrate"},
+                    }
+                ],
+            },
+        },
+    ]
+    path = folder / "s-int.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_where_an_interrupted_session_stopped_is_written_once_it_is_over(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    path = _interrupted_session(tmp_path)
+    settings = load_settings({"OM_LLM_PROVIDER": "none"})
+    # Read while it may still be running: nothing says it stopped.
+    run_observe(store, settings, transcript=path, min_new=0, provider=None)
+    assert not [o for o in store.read_observations().observations if "stopped" in o.text]
+    # Over (read to its end with --flush, as the session-end hook and backfill do).
+    with open_state(store) as state:
+        state.forget(str(path))
+    run_observe(store, settings, transcript=path, flush=True, provider=None)
+    doc = store.read_observations()
+    (stopped,) = [o for o in doc.observations if "stopped" in o.text]
+    assert stopped.text.endswith("the agent was running `alembic upgrade head`")
+    # "Last time here" reads it from the day's Current Context.
+    day = doc.day(stopped.date)
+    assert day is not None
+    assert day.context["Suggested next"] == (
+        "pick up where work stopped: the agent was running `alembic upgrade head`"
+    )

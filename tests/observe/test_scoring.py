@@ -18,6 +18,15 @@ from obsmem.observe.scoring import Deduper, apply_floors, bigram_jaccard, floor_
         ("The Pro plan costs $49 per month", "fact", 0.75),
         ("Blocked on the vendor's API keys", "task", 0.8),
         ("Renamed a local variable", "event", 0.0),
+        ("We'll release on Friday", "task", 0.8),
+        ("Cut release 4.2 for the mobile app", "event", 0.8),
+        # The noun names a thing, not a release.
+        ("Skills available: docs research, the CodeMie release skill", "event", 0.0),
+        ("Opened the release notes template", "event", 0.0),
+        ("We'll deploy to staging after lunch", "task", 0.8),
+        ("Deploy it to the edge nodes", "task", 0.8),
+        ("The deploy token stays out of the notes", "task", 0.0),
+        ("The staging deploy failed: AccessDenied", "event", 0.8),
     ],
 )
 def test_floor_for(text: str, obs_type: str, floor: float) -> None:
