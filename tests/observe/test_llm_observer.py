@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import re
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from fakes.llm_server import ErrorReply, FakeLLMServer, RecordedRequest, Reply
 from obsmem.demo import prepare
 from obsmem.memory.model import Provenance
 from obsmem.memory.store import MemoryStore, new_observation
+from obsmem.observe.llm import SEEN_HEADING
 from obsmem.observe.observer import continuity, continuity_budget, estimate_tokens
 from obsmem.observe.run import run_observe
 from obsmem.settings import load_settings
@@ -37,7 +40,9 @@ def reply(request: RecordedRequest) -> str:
     )
 
 
-def observe(store: MemoryStore, env: dict[str, str], fake: FakeLLMServer, api: str) -> Any:
+def observe(
+    store: MemoryStore, env: dict[str, str], fake: FakeLLMServer, api: str, **more: str
+) -> Any:
     extra = (
         {"OM_LLM_PROVIDER": "openai-compatible", "OM_LLM_BASE_URL": fake.base_url_openai}
         if api == "openai"
@@ -47,7 +52,9 @@ def observe(store: MemoryStore, env: dict[str, str], fake: FakeLLMServer, api: s
             "OM_LLM_BASE_URL": fake.base_url_anthropic,
         }
     )
-    settings = load_settings({**env, **extra, "OM_LLM_MODEL": "m", "OM_LLM_MAX_RETRIES": "0"})
+    settings = load_settings(
+        {**env, **extra, "OM_LLM_MODEL": "m", "OM_LLM_MAX_RETRIES": "0", **more}
+    )
     return run_observe(store, settings, source="claude", environ=env, flush=True)
 
 
@@ -179,3 +186,69 @@ def test_the_prompt_sent_covers_who_said_what_acceptance_completions_and_dates(
         "Current Context",
     ):
         assert needle in system, needle
+
+
+def seen_and_new(user: str) -> tuple[list[str], list[str]]:
+    """The numbered turn lines of a request: those repeated as already observed, the new ones."""
+    before, _, after = user.rpartition("New turns to observe")
+    numbered = re.compile(r"^\[\d+\] ")
+    seen = [line for line in before.split("\n") if numbered.match(line)] if before else []
+    new = [line for line in after.split("\n") if numbered.match(line)]
+    return seen, new
+
+
+def overlapping_reply(request: RecordedRequest) -> str:
+    """A model that observes the repeated turns again, in other words, beside a new turn."""
+    user = request.body["messages"][-1]["content"]
+    seen, new = seen_and_new(user)
+    first_new = len(seen) + 1
+    items: list[dict[str, Any]] = [
+        {"text": f"New work at {new[0].split()[2]} in this chunk", "turns": [first_new]}
+    ]
+    if seen:
+        time = seen[0].split()[2]
+        items.append({"text": f"Observed again in other words at {time}", "turns": [1]})
+        if time not in " ".join(line.split()[2] for line in new):
+            items.append({"text": f"Again by its time only {time}", "time": time})
+    return json.dumps({"observations": items})
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_chunks_overlap_without_duplicating_observations(
+    demo: tuple[MemoryStore, dict[str, str]], fake_llm: FakeLLMServer, api: str
+) -> None:
+    store, env = demo
+    fake_llm.default = Reply(overlapping_reply)
+    report = observe(store, env, fake_llm, api, OM_OBSERVER_MAX_INPUT_TOKENS="1000")
+    requests = [r.body["messages"][-1]["content"] for r in fake_llm.completion_requests()]
+    assert report.chunks_llm == len(requests) >= 2, report
+    assert SEEN_HEADING not in requests[0]
+    for previous, request in pairwise(requests):
+        seen, _ = seen_and_new(request)
+        _, before = seen_and_new(previous)
+        assert SEEN_HEADING in request and 1 <= len(seen) <= 3
+        # The repeated turns are the previous chunk's last ones, as they were sent then.
+        strip = re.compile(r"^\[\d+\] ")
+        tail = [strip.sub("", line) for line in before[-len(seen) :]]
+        assert [strip.sub("", line) for line in seen] == tail
+    texts = [o.text for o in store.read_observations().observations]
+    assert len([t for t in texts if t.startswith("New work at")]) >= 2
+    assert not [t for t in texts if "again" in t.lower()], texts
+    assert report.duplicates >= len(requests) - 1
+
+
+def test_no_overlap_when_the_setting_is_zero(
+    demo: tuple[MemoryStore, dict[str, str]], fake_llm: FakeLLMServer
+) -> None:
+    store, env = demo
+    fake_llm.default = Reply(overlapping_reply)
+    observe(
+        store,
+        env,
+        fake_llm,
+        "openai",
+        OM_OBSERVER_MAX_INPUT_TOKENS="1000",
+        OM_OBSERVER_OVERLAP_TURNS="0",
+    )
+    requests = [r.body["messages"][-1]["content"] for r in fake_llm.completion_requests()]
+    assert len(requests) >= 2 and not [r for r in requests if SEEN_HEADING in r]
