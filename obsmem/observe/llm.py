@@ -26,6 +26,7 @@ __all__ = [
     "CONTINUATION",
     "OUTCOME_CHARS",
     "OUTCOME_LINES",
+    "RESULT_MARK",
     "SEEN_HEADING",
     "Completer",
     "build_request",
@@ -101,6 +102,8 @@ def quote_block(text: str) -> str:
     return _LINE_BREAK.sub("\n" + CONTINUATION, quote_data(text))
 
 
+#: What starts the excerpt of a successful call's result, on the line under the call.
+RESULT_MARK = "→ result: "
 #: A tool result (an ``outcome`` turn) is sent as its first meaningful lines, this many at most
 #: and at most ``OUTCOME_CHARS`` in all: enough to tell what happened, not the whole output.
 OUTCOME_LINES = 6
@@ -125,7 +128,8 @@ def render_turns(turns: Sequence[Turn], start: int = 1) -> str:
     numbered from ``start``.
 
     A turn's text keeps its lines, each after the first prefixed with ``CONTINUATION``; a tool
-    result is cut to its ``outcome_excerpt``; a sub-agent's turns are labelled ``(sub-agent)``,
+    result is cut to its ``outcome_excerpt``; a call that succeeded shows the excerpt of its
+    result under it (after ``RESULT_MARK``); a sub-agent's turns are labelled ``(sub-agent)``,
     since its prompt is the agent's words, not the user's.
     """
     lines = []
@@ -135,6 +139,8 @@ def render_turns(turns: Sequence[Turn], start: int = 1) -> str:
         if turn.subagent:
             role += " (sub-agent)"
         text = outcome_excerpt(turn.text) if turn.role == "outcome" else turn.text
+        if turn.excerpt and turn.role == "action":
+            text += f"\n{RESULT_MARK}{turn.excerpt}"  # under the call, as the turn's own text
         lines.append(f"[{number}] {day} {time or '--:--'} {role}: {quote_block(text)}")
     return "\n".join(lines)
 

@@ -37,7 +37,13 @@ from obsmem.sources.calls import (
 from obsmem.sources.jsonl import Line
 from obsmem.sources.model import Turn
 from obsmem.sources.normalise import file_time, iso_utc, project_of
-from obsmem.sources.outcomes import LABEL_CHARS, command_outcome, failure_outcome, short
+from obsmem.sources.outcomes import (
+    LABEL_CHARS,
+    command_outcome,
+    failure_outcome,
+    result_excerpt,
+    short,
+)
 
 __all__ = ["TWIN_WINDOW", "Rollout", "SessionInfo"]
 
@@ -183,6 +189,7 @@ class _Call:
     key: str  # the outcome key: its own call id, or the polled command's
     command: str | None = None
     process: str | None = None  # the unified exec process a poll reads from
+    turn: Turn | None = None  # a shell call's action, which a successful result's excerpt joins
 
 
 @dataclass
@@ -290,6 +297,17 @@ class Rollout:
             self._turn("outcome", text, line, when)
         else:
             self.skip(line, "routine output")
+
+    def _excerpt(self, keys: list[str], output: str, command: str | None) -> None:
+        """Put a successful command's excerpt on its action, unless an earlier form of the same
+        result already did (or its call was not read: nothing to put it on)."""
+        for key in keys:
+            call = self.calls.get(key)
+            if call is not None and call.turn is not None:
+                if call.turn.excerpt is None and key not in self.outcomes:
+                    # The call's own command: an end event may name only the program.
+                    call.turn.excerpt = result_excerpt(output, call.command or command or "")
+                return
 
     # -- records ---------------------------------------------------------------------------
 
@@ -406,8 +424,9 @@ class Rollout:
             return
         if name in _SHELL_TOOLS:
             command = command_text(args.get("command", args.get("cmd")))
-            self.calls[key] = _Call("shell", command, key, command or None)
-            if not self._turn("action", short(f"Shell: {command}"), line, when):
+            action = self._turn("action", short(f"Shell: {command}"), line, when)
+            self.calls[key] = _Call("shell", command, key, command or None, turn=action)
+            if action is None:
                 self.skip(line, "empty call")
             return
         if name in _QUIET_TOOLS:
@@ -498,7 +517,10 @@ class Rollout:
             self._outcome(keys, outcome, line, when, final=final)
         elif call is not None or code is not None:
             command = call.command if call is not None else None
-            self._outcome(keys, command_outcome(command, code, text), line, when, final=final)
+            outcome = command_outcome(command, code, text)
+            if outcome is None and not code and success is not False:
+                self._excerpt(keys, text, command)
+            self._outcome(keys, outcome, line, when, final=final)
         elif success is False:
             self._outcome(keys, failure_outcome("Tool call", text), line, when)
         else:
@@ -520,12 +542,12 @@ class Rollout:
         code = value if isinstance(value, int) and not isinstance(value, bool) else None
         stderr = payload.get("stderr")
         output = payload.get("aggregated_output") or payload.get("stdout") or ""
+        output = output if isinstance(output, str) else ""
         text = command_outcome(
-            command or None,
-            code,
-            output if isinstance(output, str) else "",
-            stderr if isinstance(stderr, str) else "",
+            command or None, code, output, stderr if isinstance(stderr, str) else ""
         )
+        if text is None and code == 0:
+            self._excerpt(keys, output, command or None)
         self._outcome(keys, text, line, when, final=code is not None)
 
     def _patch_end(self, line: Line, payload: dict[str, Any], when: object) -> None:

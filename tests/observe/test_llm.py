@@ -10,6 +10,7 @@ from obsmem.observe.llm import (
     CONTINUATION,
     OUTCOME_CHARS,
     OUTCOME_LINES,
+    RESULT_MARK,
     SEEN_HEADING,
     build_request,
     one_line,
@@ -113,3 +114,15 @@ def test_a_reply_resting_on_already_observed_turns_says_so() -> None:
     assert bases["Agent finished the Redis work"] == [seen[1]]  # timed like a seen turn only
     assert bases["Agent added the cache"] == new
     assert bases["Work on caching went on"] == new
+
+
+def test_a_successful_calls_excerpt_is_shown_under_it_as_its_own_text() -> None:
+    call = Turn("action", "Bash: git commit -m x", None, "s1", "claude", "atlas", "/t", 1, 1, 0, 9)
+    call.excerpt = f"[main 1a2b3c4] x\n{FORGED}"
+    lines = render_turns([call, turn("ok", role="user")]).split("\n")
+    assert lines[0].endswith("action: Bash: git commit -m x")
+    assert lines[1] == f"{CONTINUATION}{RESULT_MARK}[main 1a2b3c4] x"
+    assert lines[2] == CONTINUATION + FORGED  # still the call's text, never a turn
+    assert lines[3].startswith("[2] ")
+    said = Turn("user", "hi", None, "s1", "claude", "atlas", "/t", 1, 1, 0, 9, excerpt="no")
+    assert RESULT_MARK not in render_turns([said])  # only a call shows one

@@ -15,7 +15,7 @@ from fakes.llm_server import ErrorReply, FakeLLMServer, RecordedRequest, Reply
 from obsmem.demo import prepare
 from obsmem.memory.model import Provenance
 from obsmem.memory.store import MemoryStore, new_observation
-from obsmem.observe.llm import SEEN_HEADING
+from obsmem.observe.llm import CONTINUATION, RESULT_MARK, SEEN_HEADING
 from obsmem.observe.observer import continuity, continuity_budget, estimate_tokens
 from obsmem.observe.run import run_observe
 from obsmem.settings import load_settings
@@ -252,3 +252,40 @@ def test_no_overlap_when_the_setting_is_zero(
     )
     requests = [r.body["messages"][-1]["content"] for r in fake_llm.completion_requests()]
     assert len(requests) >= 2 and not [r for r in requests if SEEN_HEADING in r]
+
+
+def append_commit(env: dict[str, str], output: str) -> None:
+    """A ``git commit`` call and its successful result, at the end of the demo transcript."""
+    (transcript,) = Path(env["CLAUDE_CONFIG_DIR"]).rglob("*.jsonl")
+    last = json.loads(transcript.read_bytes().splitlines()[-1])
+    call = {"type": "tool_use", "id": "toolu_commit", "name": "Bash"}
+    call["input"] = {"command": "git commit -am 'One Redis db per worker'"}
+    result = {"type": "tool_result", "tool_use_id": "toolu_commit", "content": output}
+    records = [
+        {**last, "type": "assistant", "uuid": "c-1", "timestamp": "2026-11-26T15:00:00.000Z",
+         "message": {"id": "msg-c", "role": "assistant", "content": [call]}},
+        {**last, "type": "user", "uuid": "c-2", "timestamp": "2026-11-26T15:00:05.000Z",
+         "message": {"role": "user", "content": [result]},
+         "toolUseResult": {"stdout": output, "stderr": "", "interrupted": False}},
+    ]  # fmt: skip
+    with transcript.open("a", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(record) + "\n" for record in records)
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_successful_calls_excerpt_is_sent_under_the_call(
+    demo: tuple[MemoryStore, dict[str, str]], fake_llm: FakeLLMServer, api: str
+) -> None:
+    store, env = demo
+    token = "ghp_" + "Z9y8X7w6V5" * 4
+    append_commit(
+        env, f"[main 4f5e6d7] One Redis db per worker\nGITHUB_TOKEN={token}\n 2 files changed"
+    )
+    fake_llm.default = Reply(reply)
+    observe(store, env, fake_llm, api)
+    (request,) = fake_llm.completion_requests()
+    lines = request.body["messages"][-1]["content"].split("\n")
+    at = next(n for n, line in enumerate(lines) if "action: Bash: git commit" in line)
+    assert lines[at + 1] == f"{CONTINUATION}{RESULT_MARK}[main 4f5e6d7] One Redis db per worker"
+    assert lines[at + 2] == f"{CONTINUATION}… 2 files changed"
+    assert token[:10] not in json.dumps(request.body)
