@@ -35,8 +35,9 @@ __all__ = [
 
 #: A rough, dependency-free token estimate: English prose and code average about 4 characters.
 CHARS_PER_TOKEN = 4
-#: Room kept for the prompt and the recent-observations tail inside the input bound.
-PROMPT_RESERVE_TOKENS = 2500
+#: Room kept for the observer prompt (about 9,000 characters) and the request's own headings
+#: inside the input bound.
+PROMPT_RESERVE_TOKENS = 3000
 RECENT_TAIL = 20
 #: The share of ``OM_OBSERVER_MAX_INPUT_TOKENS`` given to continuity (previous Current Context
 #: and recent observations of the project); chunks of turns get the rest, less the prompt.

@@ -167,13 +167,13 @@ def test_continuity_stays_within_its_share_of_the_input_bound(
     assert continuity(store, None, 4000).recent == []
 
 
-def test_the_prompt_sent_covers_who_said_what_acceptance_completions_and_dates(
+def test_the_prompt_sent_covers_what_a_coding_observer_must_tell_apart(
     demo: tuple[MemoryStore, dict[str, str]], fake_llm: FakeLLMServer
 ) -> None:
     store, env = demo
     fake_llm.default = Reply(reply)
     observe(store, env, fake_llm, "openai")
-    system = system_of(fake_llm.completion_requests()[0])
+    system = " ".join(system_of(fake_llm.completion_requests()[0]).split())  # lines wrap anywhere
     for needle in (
         "(sub-agent)",  # who said it
         "Requests:",
@@ -184,6 +184,17 @@ def test_the_prompt_sent_covers_who_said_what_acceptance_completions_and_dates(
         "(meaning 2026-03-06)",
         "(estimated 2026-03-16)",
         "Current Context",
+        "Intent is not a question",  # requests, assertions and intent apart
+        "A proposal nobody answered stays a proposal",
+        "keep what tells each one apart",  # distinguishing details of the agent's output
+        "✅",
+        "Not completed:",
+        'vague "recently"',  # no made-up dates
+        "One observation, one event",
+        "Routine exploration",  # what not to keep
+        "Tool noise",
+        "already observed",  # the overlap with the previous chunk
+        "→ result:",  # the excerpt under a successful call
     ):
         assert needle in system, needle
 
