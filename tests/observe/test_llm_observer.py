@@ -300,3 +300,18 @@ def test_a_successful_calls_excerpt_is_sent_under_the_call(
     assert lines[at + 1] == f"{CONTINUATION}{RESULT_MARK}[main 4f5e6d7] One Redis db per worker"
     assert lines[at + 2] == f"{CONTINUATION}… 2 files changed"
     assert token[:10] not in json.dumps(request.body)
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_reply_wrapped_in_prose_and_a_fence_is_read(
+    demo: tuple[MemoryStore, dict[str, str]], fake_llm: FakeLLMServer, api: str
+) -> None:
+    store, env = demo
+
+    def wrapped(request: RecordedRequest) -> str:
+        return f"Here they are:\n```json\n{reply(request)}\n```\nI skipped {{routine}} reads."
+
+    fake_llm.default = Reply(wrapped)
+    report = observe(store, env, fake_llm, api)
+    assert report.chunks_llm >= 1 and report.chunks_rules == 0 and not report.problems, report
+    assert DECISION in [o.text for o in store.read_observations().observations]
