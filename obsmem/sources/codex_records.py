@@ -40,6 +40,7 @@ from obsmem.sources.normalise import file_time, iso_utc, project_of
 from obsmem.sources.outcomes import (
     LABEL_CHARS,
     command_outcome,
+    created_excerpt,
     failure_outcome,
     result_excerpt,
     short,
@@ -299,15 +300,24 @@ class Rollout:
             self.skip(line, "routine output")
 
     def _excerpt(self, keys: list[str], output: str, command: str | None) -> None:
-        """Put a successful command's excerpt on its action, unless an earlier form of the same
-        result already did (or its call was not read: nothing to put it on)."""
-        for key in keys:
-            call = self.calls.get(key)
-            if call is not None and call.turn is not None:
-                if call.turn.excerpt is None and key not in self.outcomes:
-                    # The call's own command: an end event may name only the program.
-                    call.turn.excerpt = result_excerpt(output, call.command or command or "")
+        """Put a successful command's excerpt on its action (see ``_note``)."""
+        call = self._call_of(keys)
+        if call is not None:
+            # The call's own command: an end event may name only the program.
+            self._note(keys, result_excerpt(output, call.command or command or ""))
+
+    def _call_of(self, keys: list[str]) -> _Call | None:
+        return next((self.calls[k] for k in keys if k in self.calls), None)
+
+    def _note(self, keys: list[str], excerpt: str | None) -> None:
+        """Put ``excerpt`` on the action of the call ``keys`` name, unless an earlier form of the
+        same result already stood for it (or the call was not read: nothing to put it on)."""
+        call = self._call_of(keys)
+        turn = call.turn if call is not None else None
+        if excerpt and turn is not None and turn.excerpt is None:
+            if any(key in self.outcomes for key in keys):
                 return
+            turn.excerpt = excerpt
 
     # -- records ---------------------------------------------------------------------------
 
@@ -419,8 +429,8 @@ class Rollout:
                 value = "\n".join(part for part in value if isinstance(part, str))
             files = patch_files(value if isinstance(value, str) else "", cwd)
             names = ", ".join(files) if files else "(no files)"
-            self.calls[key] = _Call("patch", short(f"Patch {names}", LABEL_CHARS), key)
-            self._turn("action", short(f"Patch: {names}"), line, when)
+            action = self._turn("action", short(f"Patch: {names}"), line, when)
+            self.calls[key] = _Call("patch", short(f"Patch {names}", LABEL_CHARS), key, turn=action)
             return
         if name in _SHELL_TOOLS:
             command = command_text(args.get("command", args.get("cmd")))
@@ -514,6 +524,8 @@ class Rollout:
         if call is not None and call.kind in ("patch", "tool"):
             failed = success is False or (code is not None and code != 0)
             outcome = failure_outcome(call.label, text) if failed else None
+            if not failed and call.kind == "patch":
+                self._note(keys, created_excerpt(text))
             self._outcome(keys, outcome, line, when, final=final)
         elif call is not None or code is not None:
             command = call.command if call is not None else None
@@ -554,6 +566,8 @@ class Rollout:
         call_id = payload.get("call_id")
         keys = _keys(call_id)
         if payload.get("success") is not False:
+            stdout = payload.get("stdout")
+            self._note(keys, created_excerpt(stdout) if isinstance(stdout, str) else None)
             self._outcome(keys, None, line, when, final="success" in payload)
             return
         call = self.calls.get(call_id) if isinstance(call_id, str) else None

@@ -23,6 +23,7 @@ __all__ = [
     "RESULT_EXCERPT_CHARS",
     "TEST_WORDS",
     "command_outcome",
+    "created_excerpt",
     "error_lines",
     "failure_outcome",
     "find_test_counts",
@@ -287,6 +288,19 @@ def result_excerpt(output: str, command: str | None = None) -> str | None:
     picked = [short(line, _EXCERPT_LINE_CHARS) for line in picked]
     excerpt = picked[0] if len(picked) == 1 else f"{picked[0]}\n… {picked[1]}"
     return short(excerpt, RESULT_EXCERPT_CHARS) if len(excerpt) > RESULT_EXCERPT_CHARS else excerpt
+
+
+_PATCH_DONE = "Success. Updated the following files:"
+
+
+def created_excerpt(output: str) -> str | None:
+    """``Created a.md, b.py`` for the files a successful patch added (Codex's ``apply_patch``
+    lists them as ``A path``), or None when it added none: the call's action already names the
+    files it touched, and only which are new is worth an excerpt."""
+    if not output.startswith(_PATCH_DONE):
+        return None
+    added = [line[2:].strip() for line in output.splitlines() if line.startswith("A ")]
+    return short("Created " + ", ".join(added), RESULT_EXCERPT_CHARS) if added else None
 
 
 # --- OpenClaw's wording -------------------------------------------------------------------------

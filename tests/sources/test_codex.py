@@ -661,3 +661,24 @@ def test_a_successful_command_keeps_a_short_excerpt_of_its_output(
         ("action", "[main 1a2b3c4] Add dark mode\n… 3 files changed"),
         ("action", None),
     ]
+
+
+def test_a_patch_that_adds_files_says_which_are_new(tmp_path: Path) -> None:
+    patch = "*** Begin Patch\n*** Add File: docs/new.md\n+hi\n*** Update File: src/a.py\n"
+    call = _item(
+        "custom_tool_call", name="apply_patch", input=patch + "*** End Patch", call_id="p1"
+    )
+    done = "Success. Updated the following files:\nA docs/new.md\nM src/a.py\n"
+    other = "Success. Updated the following files:\nA docs/other.md\n"
+    only_edit = "Success. Updated the following files:\nM src/a.py\n"
+    records = [
+        _meta(),
+        call,
+        _item("custom_tool_call_output", call_id="p1", output=done),
+        _item("custom_tool_call", name="apply_patch", input=patch, call_id="p2"),
+        _event("patch_apply_end", call_id="p2", stdout=other, success=True),
+        _item("custom_tool_call", name="apply_patch", input=patch, call_id="p3"),
+        _event("patch_apply_end", call_id="p3", stdout=only_edit, success=True),
+    ]
+    turns = codex.read(_write(tmp_path / "r.jsonl", records), flush=True).turns
+    assert [t.excerpt for t in turns] == ["Created docs/new.md", "Created docs/other.md", None]
