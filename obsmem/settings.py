@@ -323,6 +323,13 @@ SPECS: tuple[SettingSpec, ...] = (
         "Largest chunk of new transcript sent to the observer in one request (tokens).",
     ),
     SettingSpec(
+        "OM_OBSERVER_OVERLAP_TURNS",
+        "observer_overlap_turns",
+        _int_range(0, 20),
+        3,
+        "Turns of the previous chunk the observer sees again, marked as already observed.",
+    ),
+    SettingSpec(
         "OM_RAW_TURNS",
         "raw_turns",
         _choice("on", "off"),
@@ -450,6 +457,7 @@ class Settings:
     daily_token_budget: int = 0
     fallback: str = "rules"
     observer_max_input_tokens: int = 30000
+    observer_overlap_turns: int = 3
     raw_turns: str = "on"
     archive_after_days: int = 7
     reflections_max_lines: int = 600

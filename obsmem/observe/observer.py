@@ -29,16 +29,23 @@ __all__ = [
     "continuity",
     "estimate_tokens",
     "observe_chunk",
+    "overlap",
+    "overlap_budget",
 ]
 
 #: A rough, dependency-free token estimate: English prose and code average about 4 characters.
 CHARS_PER_TOKEN = 4
-#: Room kept for the prompt and the recent-observations tail inside the input bound.
-PROMPT_RESERVE_TOKENS = 2500
+#: Room kept for the observer prompt (about 9,000 characters) and the request's own headings
+#: inside the input bound.
+PROMPT_RESERVE_TOKENS = 3000
 RECENT_TAIL = 20
 #: The share of ``OM_OBSERVER_MAX_INPUT_TOKENS`` given to continuity (previous Current Context
 #: and recent observations of the project); chunks of turns get the rest, less the prompt.
 CONTINUITY_SHARE = 0.15
+#: The share of it given to the turns a chunk repeats from the previous one (``overlap``).
+OVERLAP_SHARE = 0.05
+#: The least it gets, so that a small bound still repeats a turn or two.
+OVERLAP_FLOOR_TOKENS = 150
 
 
 def estimate_tokens(text: str) -> int:
@@ -51,7 +58,8 @@ def chunk_turns(turns: Sequence[Turn], max_tokens: int) -> Iterator[list[Turn]]:
 
     A single turn larger than the budget is cut to fit, so no request ever exceeds the bound.
     """
-    budget = max(200, max_tokens - PROMPT_RESERVE_TOKENS - continuity_budget(max_tokens))
+    reserved = PROMPT_RESERVE_TOKENS + continuity_budget(max_tokens) + overlap_budget(max_tokens)
+    budget = max(200, max_tokens - reserved)
     chunk: list[Turn] = []
     costs: list[int] = []
     for turn in turns:
@@ -74,6 +82,30 @@ def chunk_turns(turns: Sequence[Turn], max_tokens: int) -> Iterator[list[Turn]]:
         costs.append(cost)
     if chunk:
         yield chunk
+
+
+def overlap_budget(max_tokens: int) -> int:
+    """The tokens a request may spend on turns repeated from the previous chunk."""
+    return max(OVERLAP_FLOOR_TOKENS, int(max_tokens * OVERLAP_SHARE))
+
+
+def overlap(chunk: Sequence[Turn], count: int, max_tokens: int) -> list[Turn]:
+    """The last ``count`` turns of ``chunk``, within ``overlap_budget(max_tokens)``: what the next
+    chunk's request repeats, marked as already observed, so an exchange a boundary cut in two
+    still reads whole. The newest are kept first; a turn too long for what is left is cut."""
+    left = overlap_budget(max_tokens)
+    kept: list[Turn] = []
+    for turn in reversed(chunk[-count:] if count > 0 else []):
+        cost = estimate_tokens(turn.text) + 12
+        if cost > left:
+            keep = (left - 15) * CHARS_PER_TOKEN  # room for the cut mark too
+            if keep < 200:  # a few words out of context would mislead more than help
+                break
+            turn = Turn(**{**turn.__dict__, "text": turn.text[:keep] + " …[cut]"})
+            cost = left
+        kept.append(turn)
+        left -= cost
+    return kept[::-1]
 
 
 def continuity_budget(max_tokens: int) -> int:
@@ -155,30 +187,38 @@ def observe_chunk(
     max_output_tokens: int = 4096,
     previous_context: dict[str, str] | None = None,
     ended: bool = False,
+    seen: Sequence[Turn] = (),
 ) -> ChunkResult:
     """Observe one chunk with ``provider`` (or the rules when it is None); ``recent`` and
-    ``previous_context`` (the previous Current Context) are sent along as continuity; ``ended``
-    says the chunk ends a session that is over (the rules then say where work stopped).
+    ``previous_context`` (the previous Current Context) are sent along as continuity, and
+    ``seen`` (the previous chunk's last turns, see ``overlap``) as turns already observed;
+    ``ended`` says the chunk ends a session that is over (the rules then say where work stopped).
 
+    What the model derives from ``seen`` turns alone is dropped, counted with the duplicates:
+    those turns were observed with the previous chunk. The rules read only ``turns``.
     Provider errors propagate, so the caller decides between falling back and deferring.
     """
+    dropped = 0
     if provider is None:
         drafts, context = observe_with_rules(turns, ended=ended)
         by = "rules"
     else:
         reply = provider.complete(
             load_prompt("observer"),
-            build_request(turns, list(recent)[-RECENT_TAIL:], previous_context),
+            build_request(turns, list(recent)[-RECENT_TAIL:], previous_context, seen),
             purpose="observer",
             max_tokens=max_output_tokens,
             # The reflector's switch: JSON mode where the provider has one (OpenAI's
             # response_format, dropped once if a server rejects it), the instruction elsewhere.
             json_schema={},
         )
-        drafts, context = parse_reply(reply.text, turns)
+        drafts, context = parse_reply(reply.text, [*seen, *turns], seen=len(seen))
+        observed = {id(t) for t in seen}
+        fresh = [d for d in drafts if not all(id(t) in observed for t in d.turns)]
+        dropped = len(drafts) - len(fresh)
+        drafts = fresh
         by = "llm"
     kept: list[Observation] = []
-    dropped = 0
     for draft in drafts:
         obs = to_observation(draft)
         if deduper.admit(obs):

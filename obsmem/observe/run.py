@@ -30,12 +30,12 @@ from obsmem.index.turns import TurnStore
 from obsmem.memory.ledger import forgotten_ids
 from obsmem.memory.store import MemoryStore
 from obsmem.observe.draft import local_date_time
-from obsmem.observe.observer import chunk_turns, continuity, observe_chunk
+from obsmem.observe.observer import chunk_turns, continuity, observe_chunk, overlap
 from obsmem.observe.scoring import Deduper, without_near_duplicates
 from obsmem.settings import Settings
 from obsmem.sources.capture import CaptureRun, Pending, ScanReport
 from obsmem.sources.claude_memory import AutoMemoryReport, scan_auto_memory
-from obsmem.sources.model import ReadResult
+from obsmem.sources.model import ReadResult, Turn
 from obsmem.sources.select import open_state, select, transcript_format
 
 __all__ = ["ObserveReport", "run_observe"]
@@ -188,6 +188,7 @@ def _observe_file(
     (None once the provider failed and the rules took over). ``ended``: the session is over."""
     project = result.turns[0].project if result.turns else None
     carried = continuity(store, project, settings.observer_max_input_tokens)
+    seen: list[Turn] = []  # the previous chunk's last turns, sent again as already observed
     for chunk in chunk_turns(result.turns, settings.observer_max_input_tokens):
         recent, before = carried.recent, carried.context
         final = ended and chunk[-1].byte_end == result.turns[-1].byte_end
@@ -199,6 +200,7 @@ def _observe_file(
                 deduper=deduper,
                 previous_context=before,
                 ended=final,
+                seen=seen,
             )
         except OmError as exc:
             if llm is None:
@@ -233,6 +235,7 @@ def _observe_file(
         report.written += len(added)
         report.duplicates += done.dropped_duplicates + len(done.observations) - len(added)
         carried = carried.after(added, pairs)
+        seen = overlap(chunk, settings.observer_overlap_turns, settings.observer_max_input_tokens)
         run.advance(pending, last.byte_end, last.line_end, last.timestamp)
     run.finish(pending, result)
     return llm

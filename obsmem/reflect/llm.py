@@ -26,13 +26,13 @@ leaves its section to the offline rules (``OM_FALLBACK=rules``) or for the next 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from obsmem.errors import BudgetExceeded, ProviderError
+from obsmem.llm.replies import json_object
 from obsmem.memory.markdown import BULLET
 from obsmem.memory.model import Observation, Provenance, make_id, priority_for
 from obsmem.observe.llm import one_line
@@ -69,7 +69,6 @@ MAX_TEXT_CHARS = 400
 MAX_CITES = 8  # as the offline reflector: later citations only move a line's seen date
 MAX_REJECTION_NOTES = 10
 _MAX_OUTPUT_TOKENS = 4096
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 _LEADING_MARKS = re.compile(r"^(?:[-*]\s+)?(?:(?:🔴|🟡|🟢)\ufe0f?\s*)?")
 _HAND_ID = re.compile(r"\^([0-9a-z]{6,16})\s*$")
 _STEP = ("🟢", "🟡", "🔴")
@@ -199,16 +198,10 @@ def build_request(
 
 def parse_operations(text: str) -> list[Any] | None:
     """The ``operations`` list of a reply, or None when the reply is not usable."""
-    cleaned = _FENCE.sub("", text.strip())
-    for candidate in (cleaned, cleaned[cleaned.find("{") : cleaned.rfind("}") + 1]):
-        try:
-            data = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(data, dict) and isinstance(data.get("operations"), list):
-            return list(data["operations"])
+    data = json_object(text, "operations")
+    if data is None or not isinstance(data.get("operations"), list):
         return None
-    return None
+    return list(data["operations"])
 
 
 class _Applier:

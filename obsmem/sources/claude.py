@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from obsmem.paths import observer_session
-from obsmem.sources.claude_tools import action_text, outcome_text
+from obsmem.sources.claude_tools import action_text, outcome_text, success_excerpt
 from obsmem.sources.jsonl import Line, Records, head_records
 from obsmem.sources.model import ReadResult, Turn
 from obsmem.sources.normalise import clip, file_time, iso_utc, project_of
@@ -219,6 +219,7 @@ class _Conversation:
         self.turns: list[Turn] = []
         self.skipped: Counter[str] = Counter()
         self.tools: dict[str, str] = {}  # tool_use id -> tool name, to name their results
+        self.calls: dict[str, tuple[Turn, object]] = {}  # tool_use id -> its action, its input
         self.last_message: str | None = None
         self.last_text: Turn | None = None
         self.warmup: set[str] = set()
@@ -298,6 +299,12 @@ class _Conversation:
                 outcome = outcome_text(block, name, record.get("toolUseResult"))
                 if outcome:
                     self._turn("outcome", outcome, record, line)
+                elif isinstance(tool_id, str) and tool_id in self.calls:
+                    action, args = self.calls.pop(tool_id)
+                    result = record.get("toolUseResult")
+                    cwd = record.get("cwd")
+                    cwd = cwd if isinstance(cwd, str) else self.header.cwd
+                    action.excerpt = success_excerpt(block, name, args, result, cwd)
         if not texts:
             return
         text = "\n\n".join(texts)
@@ -354,7 +361,11 @@ class _Conversation:
                     if tool_id in self.tools:
                         continue  # the same call written twice
                     self.tools[tool_id] = name
-                self._turn("action", action_text(name, block.get("input"), cwd), record, line)
+                action = self._turn(
+                    "action", action_text(name, block.get("input"), cwd), record, line
+                )
+                if action is not None and isinstance(tool_id, str):
+                    self.calls[tool_id] = (action, block.get("input"))
         if self.last_message is None:
             self.last_text = None  # without an id there is nothing to merge with
 

@@ -4,7 +4,8 @@ A ``tool_use`` block becomes one ``action`` line (``Bash: npm test``, ``Edit: sr
 ``tool_result`` becomes an ``outcome`` only when it says something worth remembering: an error,
 a rejection or interruption by the user, a failed command, test counts. Routine successes (a file
 read, an edit applied, a glob listing) produce nothing: the action line already says it happened,
-and whole outputs are never kept.
+and whole outputs are never kept. A command that succeeded, or a file that was created, leaves a
+short excerpt of its result on its action (``success_excerpt``).
 """
 
 from __future__ import annotations
@@ -13,9 +14,15 @@ import re
 from typing import Any
 
 from obsmem.sources.normalise import clip
-from obsmem.sources.outcomes import EXCERPT_CHARS, find_test_counts, first_lines, short
+from obsmem.sources.outcomes import (
+    EXCERPT_CHARS,
+    find_test_counts,
+    first_lines,
+    result_excerpt,
+    short,
+)
 
-__all__ = ["action_text", "guess_tool", "outcome_text"]
+__all__ = ["action_text", "guess_tool", "outcome_text", "success_excerpt"]
 
 _EXIT = re.compile(r"^(?:Error: )?Exit code (-?\d+)")
 _REJECTED = "The user doesn't want to proceed with this tool use"
@@ -25,6 +32,7 @@ _INTERRUPTED = "[Request interrupted by user"
 _PATH_TOOLS = {name: "file_path" for name in ("Edit", "MultiEdit", "Write", "Read")}
 _PATH_TOOLS |= {name: "notebook_path" for name in ("NotebookEdit", "NotebookRead")}
 _TODO_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+_CREATED = "File created successfully at:"
 
 
 def _relative(path: str, cwd: str | None) -> str:
@@ -193,4 +201,29 @@ def outcome_text(block: dict[str, Any], name: str | None, result: object) -> str
         counts = find_test_counts(stdout if isinstance(stdout, str) else text)
         if counts:
             return f"{tool}: {counts}"
+    return None
+
+
+def success_excerpt(
+    block: dict[str, Any], name: str | None, args: object, result: object, cwd: str | None = None
+) -> str | None:
+    """A short excerpt of a successful ``tool_result`` for its action, or None.
+
+    Only two kinds say more than their action line: a shell command (its output's first and
+    last lines, unless the command only shows content; see ``outcomes.result_excerpt``) and a
+    file the ``Write`` tool created (``File created successfully at: ...``). Reads, edits,
+    searches and listings give nothing: their result is content, not what the call achieved.
+    """
+    if block.get("is_error") is True:
+        return None
+    if name == "Bash":
+        command = args.get("command") if isinstance(args, dict) else None
+        stdout = result.get("stdout") if isinstance(result, dict) else None
+        output = stdout if isinstance(stdout, str) else _result_text(block.get("content"))
+        return result_excerpt(output, command if isinstance(command, str) else "")
+    if name == "Write":
+        text = _result_text(block.get("content")).strip()
+        if text.startswith(_CREATED):
+            path = text[len(_CREATED) :].split("\n", 1)[0].strip()
+            return result_excerpt(f"Created {_relative(path, cwd)}")
     return None

@@ -37,7 +37,14 @@ from obsmem.sources.calls import (
 from obsmem.sources.jsonl import Line
 from obsmem.sources.model import Turn
 from obsmem.sources.normalise import file_time, iso_utc, project_of
-from obsmem.sources.outcomes import LABEL_CHARS, command_outcome, failure_outcome, short
+from obsmem.sources.outcomes import (
+    LABEL_CHARS,
+    command_outcome,
+    created_excerpt,
+    failure_outcome,
+    result_excerpt,
+    short,
+)
 
 __all__ = ["TWIN_WINDOW", "Rollout", "SessionInfo"]
 
@@ -183,6 +190,7 @@ class _Call:
     key: str  # the outcome key: its own call id, or the polled command's
     command: str | None = None
     process: str | None = None  # the unified exec process a poll reads from
+    turn: Turn | None = None  # a shell call's action, which a successful result's excerpt joins
 
 
 @dataclass
@@ -290,6 +298,26 @@ class Rollout:
             self._turn("outcome", text, line, when)
         else:
             self.skip(line, "routine output")
+
+    def _excerpt(self, keys: list[str], output: str, command: str | None) -> None:
+        """Put a successful command's excerpt on its action (see ``_note``)."""
+        call = self._call_of(keys)
+        if call is not None:
+            # The call's own command: an end event may name only the program.
+            self._note(keys, result_excerpt(output, call.command or command or ""))
+
+    def _call_of(self, keys: list[str]) -> _Call | None:
+        return next((self.calls[k] for k in keys if k in self.calls), None)
+
+    def _note(self, keys: list[str], excerpt: str | None) -> None:
+        """Put ``excerpt`` on the action of the call ``keys`` name, unless an earlier form of the
+        same result already stood for it (or the call was not read: nothing to put it on)."""
+        call = self._call_of(keys)
+        turn = call.turn if call is not None else None
+        if excerpt and turn is not None and turn.excerpt is None:
+            if any(key in self.outcomes for key in keys):
+                return
+            turn.excerpt = excerpt
 
     # -- records ---------------------------------------------------------------------------
 
@@ -401,13 +429,14 @@ class Rollout:
                 value = "\n".join(part for part in value if isinstance(part, str))
             files = patch_files(value if isinstance(value, str) else "", cwd)
             names = ", ".join(files) if files else "(no files)"
-            self.calls[key] = _Call("patch", short(f"Patch {names}", LABEL_CHARS), key)
-            self._turn("action", short(f"Patch: {names}"), line, when)
+            action = self._turn("action", short(f"Patch: {names}"), line, when)
+            self.calls[key] = _Call("patch", short(f"Patch {names}", LABEL_CHARS), key, turn=action)
             return
         if name in _SHELL_TOOLS:
             command = command_text(args.get("command", args.get("cmd")))
-            self.calls[key] = _Call("shell", command, key, command or None)
-            if not self._turn("action", short(f"Shell: {command}"), line, when):
+            action = self._turn("action", short(f"Shell: {command}"), line, when)
+            self.calls[key] = _Call("shell", command, key, command or None, turn=action)
+            if action is None:
                 self.skip(line, "empty call")
             return
         if name in _QUIET_TOOLS:
@@ -495,10 +524,15 @@ class Rollout:
         if call is not None and call.kind in ("patch", "tool"):
             failed = success is False or (code is not None and code != 0)
             outcome = failure_outcome(call.label, text) if failed else None
+            if not failed and call.kind == "patch":
+                self._note(keys, created_excerpt(text))
             self._outcome(keys, outcome, line, when, final=final)
         elif call is not None or code is not None:
             command = call.command if call is not None else None
-            self._outcome(keys, command_outcome(command, code, text), line, when, final=final)
+            outcome = command_outcome(command, code, text)
+            if outcome is None and not code and success is not False:
+                self._excerpt(keys, text, command)
+            self._outcome(keys, outcome, line, when, final=final)
         elif success is False:
             self._outcome(keys, failure_outcome("Tool call", text), line, when)
         else:
@@ -520,18 +554,20 @@ class Rollout:
         code = value if isinstance(value, int) and not isinstance(value, bool) else None
         stderr = payload.get("stderr")
         output = payload.get("aggregated_output") or payload.get("stdout") or ""
+        output = output if isinstance(output, str) else ""
         text = command_outcome(
-            command or None,
-            code,
-            output if isinstance(output, str) else "",
-            stderr if isinstance(stderr, str) else "",
+            command or None, code, output, stderr if isinstance(stderr, str) else ""
         )
+        if text is None and code == 0:
+            self._excerpt(keys, output, command or None)
         self._outcome(keys, text, line, when, final=code is not None)
 
     def _patch_end(self, line: Line, payload: dict[str, Any], when: object) -> None:
         call_id = payload.get("call_id")
         keys = _keys(call_id)
         if payload.get("success") is not False:
+            stdout = payload.get("stdout")
+            self._note(keys, created_excerpt(stdout) if isinstance(stdout, str) else None)
             self._outcome(keys, None, line, when, final="success" in payload)
             return
         call = self.calls.get(call_id) if isinstance(call_id, str) else None

@@ -36,7 +36,9 @@ from obsmem.sources.outcomes import (
     command_outcome,
     failure_outcome,
     find_test_counts,
+    result_excerpt,
     short,
+    shows_content,
 )
 
 __all__ = ["AGENT", "detect", "find_files", "read"]
@@ -127,6 +129,7 @@ class _Session:
         # id -> (name, detail, command); the label results quote is made from the first two
         # only when a result needs it (most results are routine).
         self.calls: dict[str, tuple[str, str, str | None]] = {}
+        self.shells: dict[str, tuple[Turn, str]] = {}  # call id -> its action, its command
         self._file_time: str | None = None
         self._file_time_known = False
         self._source = str(path)
@@ -240,7 +243,10 @@ class _Session:
             if isinstance(call_id, str) and call_id:
                 self.calls[call_id] = (name, detail, command)
             text = short(f"{name}: {detail}" if detail else name)
-            said = self._turn("action", text, line, record) or said
+            added = self._turn("action", text, line, record)
+            if added and command and isinstance(call_id, str) and not shows_content(command):
+                self.shells[call_id] = (self.turns[-1], command)  # its result may say more
+            said = added or said
         return said
 
     def _result(self, line: Line, record: dict[str, Any]) -> None:
@@ -249,6 +255,7 @@ class _Session:
         stripped = text.lstrip()
         if stripped[:1] == "{" and _routine_json(stripped):
             # Most results: routine, known before looking up the call they answer.
+            self._excerpt(record, text)
             self.skipped["routine tool output"] += 1
             return
         call_id = record.get("tool_call_id")
@@ -259,7 +266,28 @@ class _Session:
         command = known[2] if known else None
         outcome = _outcome(name, label, command, text, stripped)
         if not (outcome and self._turn("outcome", outcome.strip(), line, record)):
+            self._excerpt(record, text)
             self.skipped["routine tool output"] += 1
+
+    def _excerpt(self, record: dict[str, Any], text: str) -> None:
+        """Put a successful shell command's excerpt on its action (see ``result_excerpt``)."""
+        call_id = record.get("tool_call_id")
+        shell = self.shells.pop(call_id, None) if isinstance(call_id, str) else None
+        if shell is None:
+            return
+        output = text
+        if text.lstrip().startswith("{"):
+            try:
+                data = loads_text(text)
+            except (ValueError, RecursionError):
+                data = None
+            if isinstance(data, dict):
+                code = data.get("exit_code", data.get("returncode"))
+                if code not in (0, None):
+                    return
+                value = data.get("output", data.get("stdout", ""))
+                output = value if isinstance(value, str) else ""
+        shell[0].excerpt = result_excerpt(output, shell[1])
 
 
 def _routine_json(text: str) -> bool:

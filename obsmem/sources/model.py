@@ -21,7 +21,9 @@ class Turn:
     ``byte_end`` the byte range those lines cover (end exclusive). ``timestamp`` is ISO 8601 in
     UTC (``2026-02-10T14:30:00Z``) or None when the transcript gives none.
     ``subagent`` is True for turns of a sub-agent's conversation (its prompt included): the
-    agent's work, not the user's words.
+    agent's work, not the user's words. ``excerpt`` is set on an ``action`` whose call succeeded
+    without an outcome: the first and last lines of its result, redacted and short (see
+    ``outcomes.result_excerpt``), for the LLM observer to read under the call.
     """
 
     role: str
@@ -36,6 +38,7 @@ class Turn:
     byte_start: int
     byte_end: int
     subagent: bool = False
+    excerpt: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         """The JSON shape of ``om observe --dry-run --json``."""
@@ -52,6 +55,8 @@ class Turn:
         }
         if self.subagent:
             data["subagent"] = True
+        if self.excerpt:
+            data["excerpt"] = self.excerpt
         return data
 
 

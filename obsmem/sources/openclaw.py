@@ -40,6 +40,7 @@ from obsmem.sources.openclaw_text import (
     summarise_call,
     unwrap_user,
 )
+from obsmem.sources.outcomes import result_excerpt
 
 __all__ = ["AGENT", "detect", "find_files", "read"]
 
@@ -93,6 +94,8 @@ class _Session:
     first_user: bool = True  # no user message read yet, and the read starts at the file's start
     turns: list[Turn] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
+    #: Shell calls by id, with their action and command: a successful result's excerpt joins it.
+    shells: dict[str, tuple[Turn, str]] = field(default_factory=dict)
     _mtime: str | None = None
     _mtime_read: bool = False
 
@@ -255,11 +258,15 @@ def _message(message: dict[str, Any], record: dict[str, Any], line: Line, s: _Se
         outcome = reduce_result(message)
         if outcome is None:
             s.skipped["routine tool result"] += 1
+            call = s.shells.pop(str(message.get("toolCallId")), None)
+            if call is not None:
+                call[0].excerpt = result_excerpt(message_text(message.get("content")), call[1])
         else:
             s.add("outcome", outcome, line, stamp)
     elif role == "bashExecution":  # the user ran "!command" in pi's terminal
         s.run = None
         command = message.get("command")
+        before = len(s.turns)
         if isinstance(command, str):
             s.add("action", summarise_call("bash", {"command": command}), line, stamp)
         outcome = reduce_result(
@@ -272,6 +279,9 @@ def _message(message: dict[str, Any], record: dict[str, Any], line: Line, s: _Se
         )
         if outcome is not None:
             s.add("outcome", outcome, line, stamp)
+        elif isinstance(command, str) and len(s.turns) > before:
+            output = message.get("output")
+            s.turns[-1].excerpt = result_excerpt(output if isinstance(output, str) else "", command)
     elif role in ("compactionSummary", "branchSummary"):
         summary = message.get("summary")
         if isinstance(summary, str):
@@ -313,12 +323,12 @@ def _assistant(message: dict[str, Any], line: Line, s: _Session, stamp: str | No
             flush_text()
             if not s.drop_in_run():
                 name = block.get("name")
-                s.add(
-                    "action",
-                    summarise_call(str(name or "tool"), block.get("arguments")),
-                    line,
-                    stamp,
-                )
+                args = block.get("arguments")
+                before = len(s.turns)
+                s.add("action", summarise_call(str(name or "tool"), args), line, stamp)
+                command = args.get("command") if isinstance(args, dict) else None
+                if isinstance(command, str) and command.strip() and len(s.turns) > before:
+                    s.shells[str(block.get("id"))] = (s.turns[-1], command)
         elif kind == "thinking":
             s.skipped["thinking"] += 1
     flush_text()

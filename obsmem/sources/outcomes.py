@@ -1,7 +1,9 @@
 """Tool results reduced to outcome lines: the pieces every reader's outcomes are made of.
 
 A result becomes an ``outcome`` only when it says something worth remembering (a non-zero exit
-with the first error lines, a tool's error, test counts). OpenClaw's outcomes word things their
+with the first error lines, a tool's error, test counts). A routine success gives no outcome, but
+may leave a short excerpt on its call (``result_excerpt``): the line a build, a commit or a
+created file ends with, which tells what the call achieved. OpenClaw's outcomes word things their
 own way (``summarise_tests`` says ``passed`` for ``passing``, ``error_lines`` keeps five lines):
 kept beside the others rather than merged, which would change what observed sessions said.
 """
@@ -18,13 +20,17 @@ __all__ = [
     "EXCERPT_CHARS",
     "LABEL_CHARS",
     "LINE_CHARS",
+    "RESULT_EXCERPT_CHARS",
     "TEST_WORDS",
     "command_outcome",
+    "created_excerpt",
     "error_lines",
     "failure_outcome",
     "find_test_counts",
     "first_lines",
+    "result_excerpt",
     "short",
+    "shows_content",
     "strip_ansi",
     "summarise_tests",
 ]
@@ -72,6 +78,7 @@ _RULES = ("===", "___", "---", "⎯⎯⎯")
 # Any of _ERROR_MARKERS as a substring, in one scan: any() over the markers per output line was
 # a good part of reading a failing command's result.
 _ERROR_MARKER = re.compile("|".join(map(re.escape, _ERROR_MARKERS)))
+_MEANINGFUL_LINE = re.compile(r"\w")
 
 
 def short(text: str, limit: int = LINE_CHARS) -> str:
@@ -193,6 +200,107 @@ def failure_outcome(label: str, text: str) -> str:
         return f"{label} failed"
     first, _, rest = detail.partition("\n")
     return f"{label} failed: {first}" + (f"\n{rest}" if rest else "")
+
+
+# --- Excerpts of successful results ------------------------------------------------------------
+#: Longest excerpt of a successful result kept on its call, and the most lines it shows.
+RESULT_EXCERPT_CHARS = 200
+_EXCERPT_LINE_CHARS = 120
+#: How much of an output's head and tail is read (and redacted) for its first and last lines.
+_EXCERPT_WINDOW = 2048
+# Commands that only show what exists (a file, a listing, a diff, a search): their output is the
+# content itself, never a summary of what the call achieved, and never kept.
+_LOOKERS = frozenset({
+    "cat", "head", "tail", "less", "more", "bat", "nl", "sed", "awk", "ls", "ll", "tree", "find",
+    "fd", "grep", "egrep", "fgrep", "rg", "ag", "ack", "wc", "stat", "file", "du", "df", "pwd",
+    "echo", "printf", "env", "printenv", "which", "whereis", "type", "diff", "cmp", "jq", "yq",
+    "xxd", "hexdump", "od", "strings", "readlink", "realpath", "basename", "dirname", "date",
+    "whoami", "id", "uname", "ps", "top", "cd", "true", "sleep", "history", "man", "sort", "uniq",
+    "cut", "tr", "column",
+})  # fmt: skip
+_GIT_LOOKERS = frozenset({
+    "status", "diff", "log", "show", "branch", "blame", "grep", "ls-files", "rev-parse", "remote",
+    "config", "describe", "reflog", "shortlog", "stash", "tag",
+})  # fmt: skip
+# Wrappers that come before the program that matters (``sudo``, ``env X=1``, ``timeout 5``).
+_WRAPPERS = frozenset({"sudo", "env", "time", "timeout", "nice", "nohup", "command", "exec"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+# A word that names a program (``pytest``, ``./run.sh``, ``node_modules/.bin/jest``); a stage
+# starting with anything else is the rest of a quoted argument that held a ``|`` or ``;``.
+_PROGRAM = re.compile(r"^[\w./+-]+$")
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
+_COMMAND_CHARS = 4000
+
+
+def _programs(command: str) -> list[tuple[str, str]]:
+    """The program each stage of a shell command runs, with its first argument."""
+    if "<<" in command:
+        command = command.split("\n", 1)[0]  # a here-document's body is data, not commands
+    # Quoted arguments become one word, so a ``|`` in a pattern (``grep "a|b"``) splits nothing.
+    command = _QUOTED.sub("Q", command[:_COMMAND_CHARS])
+    found: list[tuple[str, str]] = []
+    for stage in re.split(r"\|\||&&|[|;&\n]", command):
+        words = [w for w in stage.split() if not _ASSIGNMENT.match(w)]
+        while words and (words[0] in _WRAPPERS or words[0].isdigit() or words[0].startswith("-")):
+            words = words[1:]
+        if words and _PROGRAM.match(words[0]):
+            found.append((words[0].rsplit("/", 1)[-1], words[1] if len(words) > 1 else ""))
+    return found
+
+
+def shows_content(command: str) -> bool:
+    """True for a command whose every stage only shows what exists (a file, a listing, a diff,
+    a log): ``cat a | grep b`` does, ``pytest | tail -5`` does not."""
+    return all(
+        (first in _GIT_LOOKERS or not first) if program == "git" else program in _LOOKERS
+        for program, first in _programs(command)
+    )
+
+
+def result_excerpt(output: str, command: str | None = None) -> str | None:
+    """A successful result's first and last lines, redacted and at most ``RESULT_EXCERPT_CHARS``;
+    None when the result would only repeat content.
+
+    ``command`` is the shell command that produced ``output`` (None for another tool's result):
+    a command that only shows what exists (``cat``, ``ls``, ``grep``, ``git diff``, ``git log``)
+    gives nothing, since its output is a file or a listing, not what the call achieved. What is
+    kept is the first line and, when there are more, the last (``[main 1a2b3c4] Add dark mode``,
+    ``3 files changed``; ``added 120 packages in 3s``); the text is redacted before it is cut,
+    so no secret is cut past recognition.
+    """
+    if command is not None and shows_content(command):
+        return None
+    head = output[: safe_cut(output, _EXCERPT_WINDOW)]
+    tail = output[len(output) - _EXCERPT_WINDOW :] if len(output) > _EXCERPT_WINDOW else ""
+    if tail:
+        tail = tail[tail.find("\n") + 1 :]  # whole lines only: the window starts mid-line
+    text = redact(strip_ansi(head if not tail else f"{head}\n{tail}"))
+    lines = [
+        line
+        for line in (" ".join(raw.split()) for raw in text.splitlines())
+        if _MEANINGFUL_LINE.search(line) and not line.startswith(_RULES)
+    ]
+    if not lines:
+        return None
+    picked = [lines[0]] if lines[-1] == lines[0] else [lines[0], lines[-1]]
+    picked = [short(line, _EXCERPT_LINE_CHARS) for line in picked]
+    excerpt = picked[0] if len(picked) == 1 else f"{picked[0]}\n… {picked[1]}"
+    return short(excerpt, RESULT_EXCERPT_CHARS) if len(excerpt) > RESULT_EXCERPT_CHARS else excerpt
+
+
+_PATCH_DONE = "Success. Updated the following files:"
+
+
+def created_excerpt(output: str) -> str | None:
+    """``Created a.md, b.py`` for the files a successful patch added (Codex's ``apply_patch``
+    lists them as ``A path``), or None when it added none: the call's action already names the
+    files it touched, and only which are new is worth an excerpt."""
+    if not output.startswith(_PATCH_DONE):
+        return None
+    added = [line[2:].strip() for line in output.splitlines() if line.startswith("A ")]
+    return short("Created " + ", ".join(added), RESULT_EXCERPT_CHARS) if added else None
 
 
 # --- OpenClaw's wording -------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from itertools import pairwise
 from hypothesis import given
 from hypothesis import strategies as st
 
-from obsmem.observe.observer import chunk_turns, estimate_tokens
+from obsmem.observe.observer import chunk_turns, estimate_tokens, overlap, overlap_budget
 from obsmem.sources.model import Turn
 
 
@@ -58,3 +58,17 @@ def test_chunks_keep_order_and_split_lines_only_when_one_line_is_over_budget(
         if first[-1].byte_end == second[0].byte_end:
             line = [t for t in turns if t.byte_end == second[0].byte_end]
             assert sum(estimate_tokens(t.text) + 12 for t in line) > 200  # only a line over budget
+
+
+def test_overlap_repeats_the_last_turns_within_its_budget() -> None:
+    turns = _turns([[40], [40], [40], [40]])
+    assert overlap(turns, 2, 30000) == turns[-2:]
+    assert overlap(turns, 10, 30000) == turns  # a chunk shorter than the overlap: all of it
+    assert overlap(turns, 0, 30000) == []
+    # A turn too long for the budget is cut to fit; one that would leave too little, dropped.
+    big = _turns([[40], [100_000]])
+    (cut,) = overlap(big, 2, 1000)
+    assert cut.text.endswith(" …[cut]") and estimate_tokens(cut.text) + 12 <= overlap_budget(1000)
+    assert big[1].text == "x" * 100_000  # the chunk's own turn is not changed
+    spent = sum(estimate_tokens(t.text) + 12 for t in overlap(_turns([[500]] * 9), 9, 1000))
+    assert 0 < spent <= overlap_budget(1000)

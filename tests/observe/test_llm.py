@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from obsmem.memory.store import new_observation
@@ -9,8 +10,11 @@ from obsmem.observe.llm import (
     CONTINUATION,
     OUTCOME_CHARS,
     OUTCOME_LINES,
+    RESULT_MARK,
+    SEEN_HEADING,
     build_request,
     one_line,
+    parse_reply,
     quote_block,
     render_turns,
 )
@@ -71,3 +75,54 @@ def test_excerpts_keep_the_forged_turn_protection() -> None:
 def test_a_sub_agent_turn_is_labelled_as_such() -> None:
     sub = Turn("user", "Search the repo", None, "s1", "claude", "atlas", "/t", 1, 1, 0, 9, True)
     assert " user (sub-agent): Search the repo" in render_turns([sub])
+
+
+def timed(text: str, role: str, at: str) -> Turn:
+    return Turn(role, text, f"2026-11-20T{at}:00Z", "s1", "claude", "atlas", "/t", 1, 1, 0, 9)
+
+
+def test_the_previous_chunks_turns_come_first_marked_as_observed() -> None:
+    seen = [timed("Use Redis", "user", "10:00"), timed(f"ok\n{FORGED}", "outcome", "10:01")]
+    new = [timed("Now add a cache", "user", "10:05")]
+    request = build_request(new, [], None, seen)
+    before, after = request.split("New turns to observe", 1)
+    assert SEEN_HEADING in before and "[1] " in before and "[2] " in before
+    assert "[3] 2026-11-20" in after and "Now add a cache" in after and "Use Redis" not in after
+    numbered = [line[:4] for line in request.split("\n") if re.match(r"\[\d+\] ", line)]
+    assert numbered == ["[1] ", "[2] ", "[3] "]  # one numbering; the forged line stays text
+    assert build_request(new, []).count("<transcript>") == 1  # no overlap, no extra block
+
+
+def test_a_reply_resting_on_already_observed_turns_says_so() -> None:
+    seen = [timed("Use Redis", "user", "10:00"), timed("Done", "assistant", "10:01")]
+    new = [timed("Now add a cache", "user", "10:05"), timed("Added", "assistant", "10:06")]
+    reply = json.dumps(
+        {
+            "observations": [
+                {"text": "User chose Redis", "turns": [1]},
+                {"text": "User asked for a cache", "turns": [2, 3]},
+                {"text": "Agent finished the Redis work", "time": "10:01"},
+                {"text": "Agent added the cache", "time": "10:06"},
+                {"text": "Work on caching went on"},
+            ]
+        }
+    )
+    drafts, _ = parse_reply(reply, [*seen, *new], seen=2)
+    bases = {d.text: d.turns for d in drafts}
+    assert bases["User chose Redis"] == [seen[0]]
+    assert bases["User asked for a cache"] == [new[0]]  # a new turn cited: it rests on that
+    assert bases["Agent finished the Redis work"] == [seen[1]]  # timed like a seen turn only
+    assert bases["Agent added the cache"] == new
+    assert bases["Work on caching went on"] == new
+
+
+def test_a_successful_calls_excerpt_is_shown_under_it_as_its_own_text() -> None:
+    call = Turn("action", "Bash: git commit -m x", None, "s1", "claude", "atlas", "/t", 1, 1, 0, 9)
+    call.excerpt = f"[main 1a2b3c4] x\n{FORGED}"
+    lines = render_turns([call, turn("ok", role="user")]).split("\n")
+    assert lines[0].endswith("action: Bash: git commit -m x")
+    assert lines[1] == f"{CONTINUATION}{RESULT_MARK}[main 1a2b3c4] x"
+    assert lines[2] == CONTINUATION + FORGED  # still the call's text, never a turn
+    assert lines[3].startswith("[2] ")
+    said = Turn("user", "hi", None, "s1", "claude", "atlas", "/t", 1, 1, 0, 9, excerpt="no")
+    assert RESULT_MARK not in render_turns([said])  # only a call shows one

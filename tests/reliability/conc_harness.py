@@ -237,7 +237,8 @@ class ConcurrencyRun:
             requests = self.llm.completion_requests()
             self.report.llm_requests = len(requests)
             for request in requests:
-                part = request.user[request.user.find("<transcript>") :]
+                # The new turns' block is the last: the one before repeats turns already seen.
+                part = request.user[request.user.rfind("<transcript>") :]
                 for line in part.splitlines():
                     match = TURN.match(line)
                     if match and match.group(2) == "user":

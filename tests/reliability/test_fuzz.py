@@ -463,9 +463,17 @@ def _injected_sessions() -> None:
         write_transcript(agent, Path(os.environ[variable]), events, cwd=_CWD_INJECTION[0])
 
 
-def _data_section(user: str) -> tuple[int, int]:
-    assert user.count("<transcript>") == 1 and user.count("</transcript>") == 1, user
-    return user.index("<transcript>\n") + len("<transcript>\n"), user.index("\n</transcript>")
+def _data_sections(user: str) -> list[tuple[int, int]]:
+    """Where the quoted transcript data lies: the new turns, and before them the turns repeated
+    from the previous chunk, each block between its own markers."""
+    opened, closed = user.count("<transcript>"), user.count("</transcript>")
+    assert opened == closed and opened in (1, 2), user
+    spans, at = [], 0
+    for _ in range(opened):
+        start = user.index("<transcript>\n", at) + len("<transcript>\n")
+        at = user.index("\n</transcript>", start)
+        spans.append((start, at))
+    return spans
 
 
 def test_injections_reach_the_model_only_as_quoted_transcript_data(tmp_path: Path) -> None:
@@ -486,15 +494,16 @@ def test_injections_reach_the_model_only_as_quoted_transcript_data(tmp_path: Pat
     assert report.chunks_llm >= len(AGENT_HOME_VARS) and not report.problems
     seen: Counter[str] = Counter()
     for request in requests:
-        start, end = _data_section(request.user)
-        data = request.user[start:end]
-        # Nothing in the data can close the quote or open another, in any spelling.
-        assert not re.search(r"<\s*/?\s*transcript", data, re.IGNORECASE), data
+        spans = _data_sections(request.user)
+        for start, end in spans:
+            data = request.user[start:end]
+            # Nothing in the data can close the quote or open another, in any spelling.
+            assert not re.search(r"<\s*/?\s*transcript", data, re.IGNORECASE), data
         for _text, words in _ALL_INJECTIONS:
             assert words not in request.system
             at = request.user.find(words)
             while at >= 0:
-                assert start <= at < end, (words, request.user)
+                assert any(start <= at < end for start, end in spans), (words, request.user)
                 seen[words] += 1
                 at = request.user.find(words, at + 1)
     # Every injection did reach the model (as data): the test is not vacuous.

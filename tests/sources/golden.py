@@ -31,12 +31,14 @@ __all__ = [
     "TRANSCRIPTS",
     "Goldens",
     "Reader",
+    "assert_same_excerpts",
     "assert_sound",
     "first_records",
     "json_lines",
     "line_ends",
     "read_in_two",
     "turn_dicts",
+    "without_excerpts",
 ]
 
 # Read at import: the autouse fixture in conftest.py clears every OM_* variable before a test.
@@ -156,6 +158,19 @@ def read_in_two(
 def turn_dicts(turns: list[Turn]) -> list[dict[str, Any]]:
     """The turns as their JSON shape plus their byte range, to compare two reads."""
     return [t.to_dict() | {"bytes": (t.byte_start, t.byte_end)} for t in turns]
+
+
+def without_excerpts(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Turn dicts without their ``excerpt``: a call read apart from its result has none."""
+    return [{k: v for k, v in t.items() if k != "excerpt"} for t in turns]
+
+
+def assert_same_excerpts(split: list[dict[str, Any]], whole: list[dict[str, Any]]) -> None:
+    """Every excerpt of a read in two is the one read at once; some may be missing (a call whose
+    result is past the boundary), none may differ or be made up."""
+    split_excerpts = {t["line_start"]: t["excerpt"] for t in split if "excerpt" in t}
+    whole_excerpts = {t["line_start"]: t["excerpt"] for t in whole if "excerpt" in t}
+    assert split_excerpts.items() <= whole_excerpts.items()
 
 
 # --- garbage --------------------------------------------------------------------------------------

@@ -448,7 +448,7 @@ def _affected(whole: list[Turn], k: int, header_line: int) -> set[int]:
     return lines
 
 
-def _comparable(turns: list[Turn], affected: set[int]) -> list[Turn]:
+def _comparable(turns: list[Turn], affected: set[int], k: int) -> list[Turn]:
     kept = []
     for turn in turns:
         if turn.line_start in affected or turn.line_end in affected:
@@ -456,6 +456,9 @@ def _comparable(turns: list[Turn], affected: set[int]) -> list[Turn]:
         if turn.role == "outcome":
             # The tool's name may only be known from a call before the split.
             turn = Turn(**{**turn.__dict__, "text": turn.text.split(" ", 1)[-1]})
+        if turn.role == "action" and turn.line_start <= k:
+            # A call's excerpt needs its result in the same read: one after the split has none.
+            turn = Turn(**{**turn.__dict__, "excerpt": None})
         kept.append(turn)
     return kept
 
@@ -483,8 +486,8 @@ def test_two_reads_equal_one(tmp_path: Path, name: str) -> None:
         assert (first.end_offset, first.end_line) == (len(b"".join(lines[:k])), k)
         assert second.end_offset == path.stat().st_size and second.end_line == len(lines)
         affected = _affected(whole.turns, k, header_line)
-        assert _comparable(first.turns + second.turns, affected) == _comparable(
-            whole.turns, affected
+        assert _comparable(first.turns + second.turns, affected, k) == _comparable(
+            whole.turns, affected, k
         ), f"split after line {k}"
         assert first.skipped + second.skipped == whole.skipped
 
@@ -716,3 +719,39 @@ def test_a_cwd_inside_a_git_repository_is_that_repository(tmp_path: Path) -> Non
         _record("user", "and the source", cwd=str(repo / "web" / "src")),
     ]
     assert {t.project for t in _turns(tmp_path, records)} == {"repo"}
+
+
+def test_a_successful_call_keeps_a_short_excerpt_of_its_result(tmp_path: Path) -> None:
+    commit = "[main 1a2b3c4] Add dark mode\n 3 files changed, 40 insertions(+)"
+    records = [
+        _record(
+            "assistant",
+            [
+                _tool_use("t1", "Bash", command="git commit -am 'Add dark mode'"),
+                _tool_use("t2", "Read", file_path="/home/me/proj/app.py"),
+                _tool_use("t3", "Write", file_path="/home/me/proj/docs/new.md", content="x"),
+                _tool_use("t4", "Bash", command="cat app.py"),
+            ],
+        ),
+        _record(
+            "user",
+            [
+                _tool_result("t1", commit),
+                _tool_result("t2", "1\tdef main():\n2\t    pass"),
+                _tool_result("t3", "File created successfully at: /home/me/proj/docs/new.md"),
+                _tool_result("t4", "def main():\n    pass"),
+            ],
+            toolUseResult={"stdout": commit, "stderr": "", "interrupted": False},
+        ),
+    ]
+    turns = _turns(tmp_path, records)
+    assert [(t.text, t.excerpt) for t in turns] == [
+        (
+            "Bash: git commit -am 'Add dark mode'",
+            "[main 1a2b3c4] Add dark mode\n… 3 files changed, 40 insertions(+)",
+        ),
+        ("Read: app.py", None),  # content, never kept
+        ("Write: docs/new.md", "Created docs/new.md"),
+        ("Bash: cat app.py", None),
+    ]
+    assert turns[0].to_dict()["excerpt"] == turns[0].excerpt and "excerpt" not in turns[1].to_dict()

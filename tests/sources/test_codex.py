@@ -24,12 +24,14 @@ from .golden import (
     SHARED,
     TRANSCRIPTS,
     Goldens,
+    assert_same_excerpts,
     assert_sound,
     first_records,
     json_lines,
     line_ends,
     read_in_two,
     turn_dicts,
+    without_excerpts,
 )
 
 CODEX_FIXTURES = TRANSCRIPTS / "codex"
@@ -436,10 +438,12 @@ def _split_read(path: Path, offset: int) -> list[dict[str, Any]]:
 
 def _assert_same_but_outcomes(split: list[dict[str, Any]], whole: list[dict[str, Any]]) -> None:
     # Words, actions and summaries are identical; an outcome whose two forms (end event and
-    # call output) straddle the boundary may be kept twice, or without its command's name.
-    assert [t for t in split if t["role"] != "outcome"] == [
-        t for t in whole if t["role"] != "outcome"
-    ]
+    # call output) straddle the boundary may be kept twice, or without its command's name; an
+    # action whose result is past the boundary has no excerpt (a split loses only that).
+    assert without_excerpts([t for t in split if t["role"] != "outcome"]) == without_excerpts(
+        [t for t in whole if t["role"] != "outcome"]
+    )
+    assert_same_excerpts(split, whole)
     split_lines = [t["line_start"] for t in split if t["role"] == "outcome"]
     whole_lines = [t["line_start"] for t in whole if t["role"] == "outcome"]
     assert set(whole_lines) <= set(split_lines)
@@ -636,3 +640,45 @@ def test_the_attached_files_preamble_is_not_the_users_words(tmp_path: Path, mess
     records = [_meta(), _event("user_message", message=message), _user_item(message)]
     turns = codex.read(_write(tmp_path / "rollout-x.jsonl", records), flush=True).turns
     assert [(t.role, t.text) for t in turns] == [("user", "summarise the notes")]
+
+
+@pytest.mark.parametrize("form", ["end event", "call output"])
+def test_a_successful_command_keeps_a_short_excerpt_of_its_output(
+    tmp_path: Path, form: str
+) -> None:
+    out = "[main 1a2b3c4] Add dark mode\n 3 files changed\n"
+    end = _event("exec_command_end", call_id="c1", command=["git"], exit_code=0, stdout=out)
+    output = _item(
+        "function_call_output",
+        call_id="c1",
+        output=json.dumps({"output": out, "metadata": {"exit_code": 0}}),
+    )
+    pair = [end, output] if form == "end event" else [output, end]
+    looked = _event("exec_command_end", call_id="c2", command=["cat"], exit_code=0, stdout="x=1")
+    records = [_meta(), _shell("c1", "git commit -m x"), *pair, _shell("c2", "cat a.py"), looked]
+    result = codex.read(_write(tmp_path / "r.jsonl", records), flush=True)
+    assert [(t.role, t.excerpt) for t in result.turns] == [
+        ("action", "[main 1a2b3c4] Add dark mode\n… 3 files changed"),
+        ("action", None),
+    ]
+
+
+def test_a_patch_that_adds_files_says_which_are_new(tmp_path: Path) -> None:
+    patch = "*** Begin Patch\n*** Add File: docs/new.md\n+hi\n*** Update File: src/a.py\n"
+    call = _item(
+        "custom_tool_call", name="apply_patch", input=patch + "*** End Patch", call_id="p1"
+    )
+    done = "Success. Updated the following files:\nA docs/new.md\nM src/a.py\n"
+    other = "Success. Updated the following files:\nA docs/other.md\n"
+    only_edit = "Success. Updated the following files:\nM src/a.py\n"
+    records = [
+        _meta(),
+        call,
+        _item("custom_tool_call_output", call_id="p1", output=done),
+        _item("custom_tool_call", name="apply_patch", input=patch, call_id="p2"),
+        _event("patch_apply_end", call_id="p2", stdout=other, success=True),
+        _item("custom_tool_call", name="apply_patch", input=patch, call_id="p3"),
+        _event("patch_apply_end", call_id="p3", stdout=only_edit, success=True),
+    ]
+    turns = codex.read(_write(tmp_path / "r.jsonl", records), flush=True).turns
+    assert [t.excerpt for t in turns] == ["Created docs/new.md", "Created docs/other.md", None]

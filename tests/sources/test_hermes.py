@@ -23,12 +23,14 @@ from .golden import (
     SHARED,
     TRANSCRIPTS,
     Goldens,
+    assert_same_excerpts,
     assert_sound,
     first_records,
     json_lines,
     line_ends,
     read_in_two,
     turn_dicts,
+    without_excerpts,
 )
 
 HERMES_FIXTURES = TRANSCRIPTS / "hermes"
@@ -71,6 +73,11 @@ def _call(call_id: str, name: str, **args: Any) -> dict[str, Any]:
         "type": "function",
         "function": {"name": name, "arguments": json.dumps(args)},
     }
+
+
+def _calling(*calls: dict[str, Any], content: str = "") -> dict[str, Any]:
+    """An assistant message making ``calls``."""
+    return {"role": "assistant", "content": content, "tool_calls": list(calls)}
 
 
 def _pairs(result: ReadResult) -> list[tuple[str, str]]:
@@ -144,15 +151,12 @@ def test_each_tool_call_is_an_action_and_results_are_reduced(tmp_path: Path) -> 
     }
     records = [
         META,
-        {
-            "role": "assistant",
-            "content": "Checking.",
-            "tool_calls": [
-                _call("c1", "terminal", command="cargo build"),
-                _call("c2", "read_file", path="src/main.rs"),
-                _call("c3", "search_files", pattern="fn main", path="src"),
-            ],
-        },
+        _calling(
+            _call("c1", "terminal", command="cargo build"),
+            _call("c2", "read_file", path="src/main.rs"),
+            _call("c3", "search_files", pattern="fn main", path="src"),
+            content="Checking.",
+        ),
         {"role": "tool", "tool_call_id": "c1", "name": "terminal", "content": json.dumps(failing)},
         {
             "role": "tool",
@@ -287,10 +291,12 @@ def test_two_reads_give_the_turns_of_one(path: Path, tmp_path: Path) -> None:
     for offset in line_ends(copy.read_bytes()):
         first, rest = read_in_two(hermes.read, copy, offset, flush=True)
         split = turn_dicts(first.turns + rest.turns)
-        # Identical, except that a result read apart from its call cannot quote the command.
-        assert [t for t in split if t["role"] != "outcome"] == [
-            t for t in whole if t["role"] != "outcome"
-        ]
+        # Identical, except that a result read apart from its call cannot quote the command,
+        # and a call read apart from its result has no excerpt.
+        assert without_excerpts([t for t in split if t["role"] != "outcome"]) == without_excerpts(
+            [t for t in whole if t["role"] != "outcome"]
+        )
+        assert_same_excerpts(split, whole)
         assert [t["line_start"] for t in split if t["role"] == "outcome"] == [
             t["line_start"] for t in whole if t["role"] == "outcome"
         ]
@@ -403,3 +409,22 @@ def test_find_files(tmp_path: Path) -> None:
     (tmp_path / "odd").mkdir()
     (tmp_path / "odd" / "sessions").write_text("not a folder")
     assert hermes.find_files(tmp_path / "odd") == []
+
+
+def test_a_successful_command_keeps_a_short_excerpt_of_its_output(tmp_path: Path) -> None:
+    built = {"output": "added 3 packages in 2s\n[build] Complete!", "exit_code": 0, "error": None}
+    listed = {"output": "src\ndocs", "exit_code": 0, "error": None}
+    records = [
+        META,
+        _calling(
+            _call("c1", "terminal", command="npm install && npm run build"),
+            _call("c2", "terminal", command="ls"),
+        ),
+        {"role": "tool", "tool_call_id": "c1", "name": "terminal", "content": json.dumps(built)},
+        {"role": "tool", "tool_call_id": "c2", "name": "terminal", "content": json.dumps(listed)},
+    ]
+    result = hermes.read(_write(tmp_path / "s.jsonl", records), flush=True)
+    assert [(t.text, t.excerpt) for t in result.turns] == [
+        ("terminal: npm install && npm run build", "added 3 packages in 2s\n… [build] Complete!"),
+        ("terminal: ls", None),
+    ]

@@ -588,3 +588,42 @@ def test_a_subagents_result_in_the_parent_is_not_the_users_words(write: Writer) 
         ("user", True),
         ("assistant", False),
     ]
+
+
+def test_a_successful_command_keeps_a_short_excerpt_of_its_output(write: Writer) -> None:
+    def call(call_id: str, command: str) -> dict[str, Any]:
+        block = {
+            "type": "toolCall",
+            "id": call_id,
+            "name": "exec",
+            "arguments": {"command": command},
+        }
+        return _message("assistant", [block])
+
+    def result(call_id: str, text: str) -> dict[str, Any]:
+        return _message(
+            "toolResult",
+            [{"type": "text", "text": text}],
+            toolCallId=call_id,
+            toolName="exec",
+            details={"status": "completed", "exitCode": 0},
+            isError=False,
+        )
+
+    records = [
+        call("a", "git push origin main"),
+        result("a", "To github.com:me/app.git\n   1a2b3c4..5d6e7f8  main -> main"),
+        call("b", "cat notes.md"),
+        result("b", "secret plans"),
+        {
+            "type": "message",
+            "id": "y",
+            "message": {"role": "bashExecution", "command": "make", "output": "ok\nbuilt app"},
+        },
+    ]
+    turns = openclaw.read(write(records)).turns
+    assert [(t.text, t.excerpt) for t in turns] == [
+        ("exec: git push origin main", "To github.com:me/app.git\n… 1a2b3c4..5d6e7f8 main -> main"),
+        ("exec: cat notes.md", None),
+        ("bash: make", "ok\n… built app"),
+    ]

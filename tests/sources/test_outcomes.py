@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,10 +18,13 @@ from obsmem.sources.normalise import clip
 from obsmem.sources.outcomes import (  # the markers and rulers are what the outcomes define
     _ERROR_MARKERS,
     _RULES,
+    RESULT_EXCERPT_CHARS,
     command_outcome,
     failure_outcome,
     find_test_counts,
+    result_excerpt,
     short,
+    shows_content,
     strip_ansi,
 )
 
@@ -134,3 +138,71 @@ def test_error_lines_come_first_and_rulers_are_left_out() -> None:
         "`pytest` exited 1\nE assert 1 == 2\nValueError: bad"
     )
     assert command_outcome("make", 2, "a\nb\nc\nd\n") == "`make` exited 2\nb\nc\nd"
+
+
+# --- excerpts of successful results ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "excerpt"),
+    [
+        (
+            "git commit -m 'Add dark mode'",
+            "[main 1a2b3c4] Add dark mode\n 3 files changed, 40 insertions(+)\n",
+            "[main 1a2b3c4] Add dark mode\n… 3 files changed, 40 insertions(+)",
+        ),
+        ("npm install", "\n\nadded 120 packages in 3s\n", "added 120 packages in 3s"),
+        (
+            "npm run build 2>&1 | tail -3",
+            "> app build\n> vite build\n✓ built in 2.1s",
+            "> app build\n… ✓ built in 2.1s",
+        ),
+        (
+            "FOO=1 sudo make install",
+            "cc -o app\ninstall -m 755 app /usr/bin",
+            "cc -o app\n… install -m 755 app /usr/bin",
+        ),
+        ("python hello.py", "Hello, Alice!\nHello, Alice!\n", "Hello, Alice!"),
+    ],
+)
+def test_a_successful_command_keeps_its_first_and_last_lines(
+    command: str, output: str, excerpt: str
+) -> None:
+    assert result_excerpt(output, command) == excerpt
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat src/app.py",
+        "sed -n '1,80p' src/app.py",
+        "ls -la | grep -E 'docs|spec'",  # the | inside quotes splits nothing
+        "rg -n 'def main' src | head -20",
+        "git diff HEAD~1",
+        "git log --oneline -5",
+        "cat <<'EOF' | jq -r '.[]'\n[{\"a\": 1}]\nEOF",  # a here-document's body is not a command
+        "find . -name '*.md'",
+    ],
+)
+def test_commands_that_only_show_content_keep_nothing(command: str) -> None:
+    assert shows_content(command)
+    assert result_excerpt("def main():\n    password = 'x'\n", command) is None
+
+
+def test_commands_that_do_something_are_not_taken_for_lookers() -> None:
+    for command in ("pytest -q | tail -5", "git add . && git commit -m x", "python run.py"):
+        assert not shows_content(command), command
+
+
+def test_an_excerpt_is_short_redacted_before_cut_and_never_the_whole_output() -> None:
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    output = "\n".join([f"export GITHUB_TOKEN={token}", *[f"row {n}" for n in range(5000)]])
+    got = result_excerpt(output, "./deploy.sh")
+    assert got is not None and len(got) <= RESULT_EXCERPT_CHARS
+    assert token[:12] not in got and "[REDACTED" in got
+    assert got.endswith("row 4999") and "row 2500" not in got
+    long_line = "x" * 5000 + token
+    cut = result_excerpt(long_line, "./deploy.sh")
+    assert cut is not None and len(cut) <= RESULT_EXCERPT_CHARS and "ghp_" not in cut
+    assert result_excerpt("\n\n=====\n", "make") is None  # nothing to say
+    assert result_excerpt("\x1b[32mok\x1b[0m", "make") == "ok"
