@@ -15,7 +15,7 @@ filesystem timestamps are coarse (milliseconds on ext4, seconds on some), so a s
 in the same tick would otherwise look unchanged forever (git's "racily clean" problem). Such a
 file is hashed once more on the next refresh, which settles it.
 
-A refresh that finds nothing to do records what it saw (``meta`` key ``stamp``): the stat of every
+A refresh that leaves the index in step records what it saw (``stamp.py``): the stat of every
 file it covered, of the ledger, of the list of external files, and of the folders a new memory
 file would appear in. The next refresh first stats those paths again; when all match, the index
 is fresh without listing a folder, and the parsers (and the memory modules behind them) are never
@@ -34,13 +34,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 from obsmem import paths
 from obsmem.errors import IndexError_, MemoryFileError
 from obsmem.index.db import index_generation, is_corruption, open_index, using_index
 from obsmem.index.schema import ENTRY_COLUMNS, FTS_COLUMNS, neighbour_context, schema_version
+from obsmem.index.stamp import RACY_WINDOW_NS, STAMP_KEY, unchanged
+from obsmem.index.stamp import signature as _signature
 
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
     from obsmem.memory.model import ParseIssue, Provenance
     from obsmem.memory.store import MemoryStore
@@ -56,11 +57,6 @@ __all__ = [
     "refresh",
 ]
 
-#: Files modified less than this long before they were indexed get hashed again next time.
-RACY_WINDOW_NS = 2_000_000_000
-
-#: The ``meta`` key of what the last complete refresh saw (see the module's docstring).
-STAMP_KEY = "stamp"
 
 _TOP_KINDS: dict[str, str] = {
     paths.OBSERVATIONS_FILE: "observation",
@@ -185,18 +181,6 @@ class _Plan:
         return not (self.stale or self.removed or self.ledger_changed or self.home_changed)
 
 
-def _signature(path: Path | str, at_ns: int) -> str:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return "missing"
-    except OSError:
-        return "unreadable"
-    if st.st_mtime_ns > at_ns - RACY_WINDOW_NS:
-        return f"racy:{st.st_size}:{st.st_mtime_ns}"
-    return f"{st.st_size}:{st.st_mtime_ns}"
-
-
 def _folders(store: MemoryStore, at_ns: int) -> dict[str, str]:
     """The signatures of every folder a memory file could appear in, and of the external list."""
     watched = {str(store.home): _signature(store.home, at_ns)}
@@ -244,24 +228,6 @@ def _scan(store: MemoryStore) -> _Scan:
                                 st.st_size, st.st_mtime_ns)  # fmt: skip
     ledger = _signature(store.ledger_path, at_ns)
     return _Scan(files, ledger, os.path.abspath(store.home), at_ns, str(store.ledger_path), watched)
-
-
-def _unchanged(conn: sqlite3.Connection, store: MemoryStore) -> bool:
-    """True when every path the last recorded refresh saw has the same stat (see the stamp)."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (STAMP_KEY,)).fetchone()
-    if row is None:
-        return False
-    try:
-        home, seen = json.loads(str(row[0]))
-    except (TypeError, ValueError):
-        return False
-    if home != os.path.abspath(store.home) or not isinstance(seen, list):
-        return False
-    now = time.time_ns()
-    try:
-        return all(_signature(path, now) == signature for path, signature in seen)
-    except (TypeError, ValueError):
-        return False
 
 
 def _record_stamp(conn: sqlite3.Connection, scan: _Scan) -> None:
@@ -573,7 +539,7 @@ def _refresh(store: MemoryStore, conn: sqlite3.Connection, *, clear: bool) -> Re
     report = RefreshReport()
     try:
         if not clear:
-            if _unchanged(conn, store):
+            if unchanged(conn, store.home):
                 return report
             scan = _scan(store)
             if _plan(conn, scan).empty:

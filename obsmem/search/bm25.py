@@ -31,15 +31,18 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date as Date
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from obsmem.errors import UsageError
 from obsmem.index.db import using_index
 from obsmem.index.query import fts_query
-from obsmem.index.sync import refresh as refresh_index
-from obsmem.memory.store import MemoryStore
+from obsmem.index.stamp import unchanged
 from obsmem.search.dates import DateSpan, query_dates
 from obsmem.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    # Only its paths are read here: a search of a fresh index never loads the memory modules.
+    from obsmem.memory.store import MemoryStore
 
 __all__ = [
     "ENTRY_COLUMNS",
@@ -337,7 +340,10 @@ def search_rows(
     config = settings
 
     def run(conn: sqlite3.Connection) -> list[Scored]:
-        if refresh:
+        if refresh and not unchanged(conn, store.home):
+            # Imported only now: a fresh index (the usual case) needs neither sync nor parsers.
+            from obsmem.index.sync import refresh as refresh_index
+
             refresh_index(store, conn)
         if embedder is None and not config.rerank_model:
             ranking = Ranking.for_query(query, config)
