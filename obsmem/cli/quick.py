@@ -114,9 +114,9 @@ def search_output(
     """What ``om search`` prints for ``text`` (without ``--raw``): the hits as text or JSON.
 
     ``filters`` holds the values of ``FILTER_OPTIONS`` that were given. A cold process loads no
-    model: ``embeddings.for_cold_process`` decides the backend and prints why on stderr.
+    model: ``bm25.for_cold_process`` decides the backend and prints why on stderr.
     """
-    from obsmem.search.embeddings import for_cold_process
+    from obsmem.search.bm25 import for_cold_process
 
     settings = for_cold_process(settings)
     found: list[dict[str, object]]

@@ -19,6 +19,11 @@ entry dated within it (its day or the date its message referred to) is multiplie
 ``1 + OM_SEARCH_DATE_BOOST``. The date is applied inside the query, so an entry of that day is
 found however far down the plain ranking it was.
 
+A process that answers one query and exits (``om search``) first passes its settings through
+``for_cold_process``: loading a local embedding model or reranker takes seconds, far longer than
+the query, so such a process searches with BM25 and says so on stderr (``COLD_NOTE``); hybrid
+search is for a process that keeps the model loaded (``om mcp``).
+
 ``search_rows`` is the one path every search takes (``search`` here, ``recall.search_entries``
 with filters, the MCP ``search`` tool): BM25 alone, or hybrid (``hybrid.py``) when a model loads
 or a reranker is set. Filters are a ``WHERE`` condition over ``entries AS e`` applied inside the
@@ -45,6 +50,8 @@ if TYPE_CHECKING:
     from obsmem.memory.store import MemoryStore
 
 __all__ = [
+    "COLD_NOTE",
+    "COLD_RERANK_NOTE",
     "ENTRY_COLUMNS",
     "ROW_SQL",
     "SECTION_WEIGHT",
@@ -56,6 +63,7 @@ __all__ = [
     "Where",
     "bm25_rows",
     "distinct_rows",
+    "for_cold_process",
     "hit_from_row",
     "query_index",
     "search",
@@ -381,3 +389,35 @@ def search(
     """
     rows = search_rows(store, query, limit=limit, refresh=refresh, settings=settings)
     return [hit_from_row(rank, row, score) for rank, (row, score) in enumerate(rows, start=1)]
+
+
+#: What a cold process prints when it answers with BM25 instead of loading a local model.
+COLD_NOTE = "hybrid search needs a running `om mcp`; showing keyword (BM25) results"
+#: The same, when only the reranker (always a local model) is left out.
+COLD_RERANK_NOTE = "reranking needs a running `om mcp`; showing results without it"
+
+
+def for_cold_process(settings: Settings) -> Settings:
+    """``settings`` for a process that answers one query and exits: no local model loaded.
+
+    When the settings would load a local embedding model (fastembed) or a reranker, both take
+    seconds, so the search runs with BM25 alone (``search_backend="bm25"``, no reranker) and
+    ``COLD_NOTE`` (or ``COLD_RERANK_NOTE``) is printed on stderr once. An endpoint embedder (which loads no model here) and
+    settings that are BM25 already are returned unchanged, silently.
+    """
+    local_model = settings.search_backend != "bm25" and settings.embed_provider == "fastembed"
+    if local_model and settings.search_backend == "auto" and not settings.embed_model_path:
+        local_model = False  # auto with no model folder is BM25 anyway (backend_status)
+    if not local_model and not settings.rerank_model:
+        return settings  # decided without importing the embeddings module
+    import dataclasses
+
+    from obsmem.search.embeddings import backend_status, notice
+
+    if local_model:
+        local_model = backend_status(settings)[0] == "hybrid"
+    if not local_model and not settings.rerank_model:
+        return settings
+    notice(COLD_NOTE if local_model else COLD_RERANK_NOTE)
+    backend = "bm25" if local_model else settings.search_backend
+    return dataclasses.replace(settings, search_backend=backend, rerank_model="")

@@ -19,9 +19,9 @@ providers (``OM_EMBED_PROVIDER``):
 - ``hybrid``: as ``auto``, and with fastembed and no folder, fastembed's own copy of
   ``OM_EMBED_MODEL`` (downloaded on first use). When that fails, BM25, and one line on stderr.
 
-A process that answers one query and exits (``om search``) calls ``for_cold_process`` first: a
-local model takes seconds to load, far longer than the query, so such a process searches with
-BM25 and says so on stderr; hybrid search is for a process that keeps the model loaded
+A process that answers one query and exits (``om search``) calls ``bm25.for_cold_process``
+first: a local model takes seconds to load, far longer than the query, so such a process searches
+with BM25 and says so on stderr; hybrid search is for a process that keeps the model loaded
 (``om mcp``). An endpoint loads nothing in the process, so it stays hybrid.
 
 An embedder that fails to load is reported once per process (``notice``), never as a traceback.
@@ -56,7 +56,6 @@ __all__ = [
     "FastEmbedEmbedder",
     "backend_status",
     "embed_model_name",
-    "for_cold_process",
     "hybrid_expected",
     "load_embedder",
     "notice",
@@ -393,30 +392,3 @@ def resolve_backend(settings: Settings) -> Backend:
         return Backend("bm25", exc.message)
     return Backend("hybrid", reason, embedder)
 
-
-#: What a cold process prints when it answers with BM25 instead of loading a local model.
-COLD_NOTE = "hybrid search needs a running `om mcp`; showing keyword (BM25) results"
-#: The same, when only the reranker (always a local model) is left out.
-COLD_RERANK_NOTE = "reranking needs a running `om mcp`; showing results without it"
-
-
-def for_cold_process(settings: Settings) -> Settings:
-    """``settings`` for a process that answers one query and exits: no local model loaded.
-
-    When the settings would load a local embedding model (fastembed) or a reranker, both take
-    seconds, so the search runs with BM25 alone (``search_backend="bm25"``, no reranker) and
-    ``COLD_NOTE`` (or ``COLD_RERANK_NOTE``) is printed on stderr once. An endpoint embedder (which loads no model here) and
-    settings that are BM25 already are returned unchanged, silently.
-    """
-    import dataclasses
-
-    local_model = settings.search_backend != "bm25" and settings.embed_provider == "fastembed"
-    if local_model and settings.search_backend == "auto" and not settings.embed_model_path:
-        local_model = False  # auto with no model folder is BM25 anyway (backend_status)
-    if local_model:
-        local_model = backend_status(settings)[0] == "hybrid"
-    if not local_model and not settings.rerank_model:
-        return settings
-    notice(COLD_NOTE if local_model else COLD_RERANK_NOTE)
-    backend = "bm25" if local_model else settings.search_backend
-    return dataclasses.replace(settings, search_backend=backend, rerank_model="")
