@@ -15,6 +15,8 @@ import sys
 
 TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from obsmem.memory.store import MemoryStore
     from obsmem.settings import Settings
 
@@ -109,7 +111,7 @@ def search_output(
     *,
     limit: int,
     as_json: bool,
-    filters: dict[str, object],
+    filters: Mapping[str, object],
 ) -> str:
     """What ``om search`` prints for ``text`` (without ``--raw``): the hits as text or JSON.
 

@@ -61,7 +61,8 @@ def hits(found: list[Hit] | list[dict[str, Any]]) -> str:
         return "no matches"
     lines: list[str] = []
     rows = [item if isinstance(item, dict) else item.to_dict() for item in found]
-    for hit, score in zip(rows, shown_scores([float(h["score"]) for h in rows]), strict=True):
+    scores = shown_scores([float(h["score"]) for h in rows])  # type: ignore[arg-type]
+    for hit, score in zip(rows, scores, strict=True):
         when = " ".join(str(x) for x in (hit.get("date"), hit.get("time")) if x) or "-"
         flags = " ".join(str(x) for x in (hit.get("priority"), hit.get("type")) if x)
         lines.append(f"{hit['rank']:>2}. [{score}] {hit['id']}  {when}  {flags}".rstrip())

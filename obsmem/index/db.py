@@ -8,9 +8,10 @@ or a schema written by a newer om all lead to the same answer: delete the databa
 ``PRAGMA quick_check`` reads the whole file (tens of milliseconds on a 10 MB index), so an open
 runs it only when something looks wrong: a file shorter than the pages its header counts, or when
 asked (``check=True``: ``om doctor``). Damage deeper in the file shows up as an SQLite error when
-a statement touches it, and ``using_index`` then rebuilds, so skipping the check loses nothing. Only when a fresh
-database cannot be created either (permissions, a full disk, a directory in the way) does
-``open_index`` raise ``IndexError_``, whose message says what to do.
+a statement touches it, and ``using_index`` then rebuilds, so skipping the check loses nothing.
+
+Only when a fresh database cannot be created either (permissions, a full disk, a directory in
+the way) does ``open_index`` raise ``IndexError_``, whose message says what to do.
 
 Repairs are serialised by a lock file beside the index, and a process that waited for it checks
 the database again before deleting anything, so two processes finding the same damage do not
@@ -268,8 +269,8 @@ def open_index(path: Path | str, *, check: bool = False) -> sqlite3.Connection:
     The connection is in autocommit mode, in WAL journal mode with ``synchronous=NORMAL`` and a
     10 s busy timeout, and has the current schema. A damaged database, or one written by a newer
     om, is deleted and recreated empty (refresh it to fill it). ``check=True`` runs
-    ``PRAGMA quick_check``, which reads the whole file, even when nothing looks wrong. Raises ``IndexError_`` only when a new
-    database cannot be created either.
+    ``PRAGMA quick_check``, which reads the whole file, even when nothing looks wrong. Raises
+    ``IndexError_`` only when a new database cannot be created either.
     """
     path = Path(path)
     _ensure_parent(path)
@@ -281,9 +282,7 @@ def open_index(path: Path | str, *, check: bool = False) -> sqlite3.Connection:
     return reset_index(path, seen, check=check)
 
 
-def reset_index(
-    path: Path | str, seen: str | None, *, check: bool = False
-) -> sqlite3.Connection:
+def reset_index(path: Path | str, seen: str | None, *, check: bool = False) -> sqlite3.Connection:
     """Replace a damaged index with a new empty one, unless another process already did.
 
     ``seen`` is the ``index_generation`` read when the damage was found. Callers that meet damage

@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
 from obsmem import paths
 from obsmem.errors import IndexError_, MemoryFileError
 from obsmem.index.db import index_generation, is_corruption, open_index, using_index
@@ -236,9 +237,7 @@ def _record_stamp(conn: sqlite3.Connection, scan: _Scan) -> None:
     if stamp is None:
         conn.execute("DELETE FROM meta WHERE key = ?", (STAMP_KEY,))
     else:
-        conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (STAMP_KEY, stamp)
-        )
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (STAMP_KEY, stamp))
 
 
 def _plan(conn: sqlite3.Connection, scan: _Scan, *, clear: bool = False) -> _Plan:
@@ -596,14 +595,15 @@ def _content_changed(conn: sqlite3.Connection, store: MemoryStore, state: _FileS
     return hashlib.sha256(data).hexdigest() != str(row[0])
 
 
-def index_status(store: MemoryStore) -> dict[str, object]:
+def index_status(store: MemoryStore, *, check: bool = False) -> dict[str, object]:
     """What ``om status`` (and ``om doctor``) show about the index, without refreshing it.
 
     Keys: ``exists``, ``path``, ``healthy`` (False when the database was damaged and had to be
     replaced by an empty one just now), ``schema_version``, ``entries``, ``files``,
     ``stale_files`` (memory files that are new, deleted, or whose bytes changed since they were
     indexed: a file whose stat moved is hashed to tell), ``ledger_stale`` and ``issues`` (parse
-    issues recorded). A missing index is not created.
+    issues recorded). A missing index is not created. ``check=True`` (``om doctor``) runs the
+    full integrity check on the way, so damage anywhere in the file reads as not healthy.
     """
     path = store.index_path
     scan = _scan(store)
@@ -621,7 +621,7 @@ def index_status(store: MemoryStore) -> dict[str, object]:
     if not status["exists"]:
         return status
     before = index_generation(path)
-    conn = open_index(path)
+    conn = open_index(path, check=check)
     try:
         plan = _plan(conn, scan)
         if plan.home_changed:

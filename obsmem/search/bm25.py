@@ -402,8 +402,9 @@ def for_cold_process(settings: Settings) -> Settings:
 
     When the settings would load a local embedding model (fastembed) or a reranker, both take
     seconds, so the search runs with BM25 alone (``search_backend="bm25"``, no reranker) and
-    ``COLD_NOTE`` (or ``COLD_RERANK_NOTE``) is printed on stderr once. An endpoint embedder (which loads no model here) and
-    settings that are BM25 already are returned unchanged, silently.
+    ``COLD_NOTE`` (or ``COLD_RERANK_NOTE``) is printed on stderr once. An endpoint embedder
+    (which loads no model here) and settings that are BM25 already are returned unchanged,
+    silently.
     """
     local_model = settings.search_backend != "bm25" and settings.embed_provider == "fastembed"
     if local_model and settings.search_backend == "auto" and not settings.embed_model_path:

@@ -391,4 +391,3 @@ def resolve_backend(settings: Settings) -> Backend:
         notice(f"hybrid search unavailable ({exc.message}); using BM25 only")
         return Backend("bm25", exc.message)
     return Backend("hybrid", reason, embedder)
-

@@ -151,12 +151,13 @@ def test_damaged_page_found_by_a_query_is_replaced_without_a_check(tmp_path: Pat
     assert len(runs) == 2
 
 
-class _Traced(sqlite3.Connection):
-    statements: list[str] = []
+_STATEMENTS: list[str] = []
 
+
+class _Traced(sqlite3.Connection):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.set_trace_callback(_Traced.statements.append)
+        self.set_trace_callback(_STATEMENTS.append)
 
 
 def test_an_ordinary_open_runs_no_integrity_check(
@@ -166,13 +167,15 @@ def test_an_ordinary_open_runs_no_integrity_check(
     _mark(path)
     real = sqlite3.connect
     monkeypatch.setattr(
-        sqlite3, "connect", lambda *a, **k: real(*a, **k, factory=_Traced)  # type: ignore[misc]
+        sqlite3,
+        "connect",
+        lambda *a, **k: real(*a, **k, factory=_Traced),  # type: ignore[misc]
     )
-    _Traced.statements.clear()
+    _STATEMENTS.clear()
     using_index(path, lambda conn: conn.execute("SELECT 1").fetchone())
-    assert not any("quick_check" in s for s in _Traced.statements)
+    assert not any("quick_check" in s for s in _STATEMENTS)
     open_index(path, check=True).close()
-    assert any("quick_check" in s for s in _Traced.statements)
+    assert any("quick_check" in s for s in _STATEMENTS)
 
 
 def test_a_file_shorter_than_its_pages_is_checked_and_replaced(tmp_path: Path) -> None:
