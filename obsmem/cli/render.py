@@ -5,9 +5,10 @@ Plain text, aligned, no colour codes: it reads the same on a terminal, in a pipe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
+    from typing import Any
+
     from obsmem.doctor import Check
     from obsmem.observe.run import ObserveReport
     from obsmem.reflect.offline import ReflectReport

@@ -29,7 +29,6 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from obsmem.errors import IndexError_
 from obsmem.index.schema import SchemaTooNew, migrate, missing_tables
@@ -45,7 +44,11 @@ __all__ = [
     "using_index",
 ]
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 #: How long a statement waits for another process's write lock before giving up.
 BUSY_TIMEOUT_MS = 10_000

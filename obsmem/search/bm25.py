@@ -36,7 +36,6 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date as Date
-from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from obsmem.errors import UsageError
 from obsmem.index.db import using_index
@@ -45,9 +44,24 @@ from obsmem.index.stamp import unchanged
 from obsmem.search.dates import DateSpan, query_dates
 from obsmem.settings import Settings, load_settings
 
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
+    from typing import Protocol, TypeVar
+
     # Only its paths are read here: a search of a fresh index never loads the memory modules.
     from obsmem.memory.store import MemoryStore
+
+    T = TypeVar("T")
+
+    class Connections(Protocol):
+        """Something that runs ``work`` on a connection to one index (``recall.KeptIndex``).
+
+        A type only (a cold search does not import ``typing``): any object with this method.
+        """
+
+        def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+            """``work(conn)``'s result."""
+
 
 __all__ = [
     "COLD_NOTE",
@@ -69,8 +83,6 @@ __all__ = [
     "search",
     "search_rows",
 ]
-
-T = TypeVar("T")
 
 #: A condition over ``entries AS e`` and its parameters (``recall.Filters.sql()``).
 Where = tuple[str, Sequence[object]]
@@ -303,13 +315,6 @@ def query_index(
     # Fetch extra rows so that dropping vault copies still leaves ``limit`` distinct entries.
     kept = distinct_rows(bm25_rows(conn, expression, limit * 3, ranking), limit)
     return [hit_from_row(rank, row) for rank, row in enumerate(kept, start=1)]
-
-
-class Connections(Protocol):
-    """Something that runs ``work`` on a connection to one index (``recall.KeptIndex``)."""
-
-    def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work(conn)``'s result."""
 
 
 def search_rows(
