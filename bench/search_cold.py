@@ -176,7 +176,8 @@ def main() -> None:
         t0 = time.perf_counter()
         rebuild(store)
         index_s = time.perf_counter() - t0
-        env = {**os.environ, "OM_HOME": str(home), "OM_SEARCH_BACKEND": "bm25"}
+        # The default settings (backend auto): BM25 unless a model folder or endpoint is set.
+        env = {**os.environ, "OM_HOME": str(home)}
         om = [str(Path(python).parent / "om"), "search"]
         queries = ["redis timeout", "release canary rollout", "jwt secret rotation", "pytest"]
         time.sleep(2.5)  # past the racy window, so the first search records the index's stamp

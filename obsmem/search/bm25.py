@@ -317,6 +317,19 @@ def query_index(
     return [hit_from_row(rank, row) for rank, row in enumerate(kept, start=1)]
 
 
+def _may_embed(settings: Settings) -> bool:
+    """False when the settings mean BM25 alone without looking further: ``bm25``, or ``auto``
+    with fastembed and no model folder (``embeddings.backend_status`` says the same, silently),
+    so that the default search never imports the embeddings module."""
+    if settings.search_backend == "bm25":
+        return False
+    return not (
+        settings.search_backend == "auto"
+        and settings.embed_provider == "fastembed"
+        and not settings.embed_model_path
+    )
+
+
 def search_rows(
     store: MemoryStore,
     query: str,
@@ -345,7 +358,7 @@ def search_rows(
     if settings is None:
         settings = load_settings()
     embedder = None
-    if settings.search_backend != "bm25":
+    if _may_embed(settings):
         # Imported here: BM25-only searches never pay for the hybrid modules.
         from obsmem.search.embeddings import resolve_backend
 
@@ -411,9 +424,7 @@ def for_cold_process(settings: Settings) -> Settings:
     (which loads no model here) and settings that are BM25 already are returned unchanged,
     silently.
     """
-    local_model = settings.search_backend != "bm25" and settings.embed_provider == "fastembed"
-    if local_model and settings.search_backend == "auto" and not settings.embed_model_path:
-        local_model = False  # auto with no model folder is BM25 anyway (backend_status)
+    local_model = _may_embed(settings) and settings.embed_provider == "fastembed"
     if not local_model and not settings.rerank_model:
         return settings  # decided without importing the embeddings module
     import dataclasses
