@@ -39,7 +39,7 @@ from obsmem import paths
 from obsmem.errors import IndexError_, MemoryFileError
 from obsmem.index.db import index_generation, is_corruption, open_index, using_index
 from obsmem.index.schema import ENTRY_COLUMNS, FTS_COLUMNS, neighbour_context, schema_version
-from obsmem.index.stamp import RACY_WINDOW_NS, STAMP_KEY, unchanged
+from obsmem.index.stamp import EXTERNAL, RACY_WINDOW_NS, STAMP_KEY, of_stat, unchanged
 from obsmem.index.stamp import signature as _signature
 
 TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
@@ -156,6 +156,9 @@ class _Scan:
     # with their signatures taken before the listing, so a file added meanwhile moves them.
     watched: dict[str, str] = field(default_factory=dict)
     unread: bool = False  # a file could not be read: its stat was not recorded
+    # The external files' signatures by real path, which the stamp never stores (see stamp.py).
+    external: dict[str, str] = field(default_factory=dict)
+    external_list: str = ""
 
     def stamp(self) -> str | None:
         """What this scan saw, as the ``stamp`` meta value; None when part of it is racy."""
@@ -164,8 +167,11 @@ class _Scan:
         for state in self.files.values():
             if state.mtime_ns > self.at_ns - RACY_WINDOW_NS:
                 return None
-            seen[str(state.path)] = f"{state.size}:{state.mtime_ns}"
-        if self.unread or any(sig.startswith("racy:") for sig in seen.values()):
+            if str(state.path) not in self.external:
+                seen[str(state.path)] = f"{state.size}:{state.mtime_ns}"
+        names = sorted(self.external)
+        seen[EXTERNAL + self.external_list] = "|".join(self.external[n] for n in names)
+        if self.unread or any("racy:" in sig for sig in seen.values()):
             return None
         return json.dumps([self.home, sorted(seen.items())], ensure_ascii=False)
 
@@ -213,11 +219,14 @@ def _scan(store: MemoryStore) -> _Scan:
     # absolute path with its secrets redacted (a folder named after a working directory can hold
     # one); only the stat and the read use the real path. One that was deleted drops out and
     # loses its rows.
+    external: dict[str, str] = {}
     for name, info in store.external_files().items():
         try:
             st = os.stat(name)
         except OSError:
+            external[name] = _signature(name, at_ns)  # missing or unreadable, as stamp.py sees it
             continue
+        external[name] = of_stat(st, at_ns)
         from obsmem.sources.claude_memory import shown_path
 
         rel = shown = shown_path(name)
@@ -228,7 +237,8 @@ def _scan(store: MemoryStore) -> _Scan:
         files[rel] = _FileState(Path(name), rel, str(info.get("kind", "external")),
                                 st.st_size, st.st_mtime_ns)  # fmt: skip
     ledger = _signature(store.ledger_path, at_ns)
-    return _Scan(files, ledger, os.path.abspath(store.home), at_ns, str(store.ledger_path), watched)
+    return _Scan(files, ledger, os.path.abspath(store.home), at_ns, str(store.ledger_path), watched,
+                 external=external, external_list=str(store.external_list_path))  # fmt: skip
 
 
 def _record_stamp(conn: sqlite3.Connection, scan: _Scan) -> None:

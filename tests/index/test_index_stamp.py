@@ -116,6 +116,30 @@ def test_the_stamp_of_another_memory_directory_does_not_count(
     assert report.files_removed == 0  # another directory: its rows replace the old ones
 
 
+def test_the_stamp_names_no_external_path_and_still_sees_its_changes(
+    store: MemoryStore, conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    # Claude Code names a project's folder after its working directory, which can hold a secret:
+    # the index stores such a path only redacted, and the stamp not at all.
+    folder = tmp_path / "-home-dev-ghp_abcdefghijklmnopqrstuvwxyz0123456789" / "memory"
+    folder.mkdir(parents=True)
+    note = folder / "MEMORY.md"
+    note.write_text("# Memory\n\n- The capybara queue retries thrice\n", encoding="utf-8")
+    age(note)
+    store.set_external_files({str(note): {"kind": "claude-memory", "sha256": ""}})
+    age(store.external_list_path)
+    populate(store)
+    _age_folders(store)
+    refresh(store, conn)
+    stamp = _stamp(conn)
+    assert stamp is not None and "ghp_" not in stamp and str(folder) not in stamp
+    assert refresh(store, conn) == RefreshReport()
+    note.write_text("# Memory\n\n- The capybara queue retries twice\n", encoding="utf-8")
+    age(note)
+    assert refresh(store, conn).files_indexed == 1
+    assert matches(conn, "twice") == ["The capybara queue retries twice"]
+
+
 def test_a_search_over_a_fresh_index_loads_neither_the_redactor_nor_a_reader(
     store: MemoryStore, stamped: sqlite3.Connection
 ) -> None:
