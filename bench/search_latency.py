@@ -143,7 +143,7 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
     om = [sys.executable, "-m", "obsmem", "search"]
     cold: list[float] = []
     for n in range(args.runs):
-        cold += timed([*om, QUERIES[n % 4]], env, 1)
+        cold += [wall for wall, _ in timed([*om, QUERIES[n % 4]], env, 1)]
 
     hybrid_env = {
         "OM_HOME": str(home),

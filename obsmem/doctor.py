@@ -198,7 +198,7 @@ def _check_index(store: MemoryStore) -> Check:
     from obsmem.index import index_status, rebuild, refresh, using_index
 
     try:
-        before = index_status(store)
+        before = index_status(store, check=True)
         if not before.get("healthy", True):
             report = rebuild(store)
             return Check(

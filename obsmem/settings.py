@@ -11,15 +11,17 @@ Each setting is one row of ``SPECS``; ``docs/configuration.md`` lists them for u
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from obsmem import paths
 from obsmem.errors import SettingsError
+
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py (every cold `om search` reads this)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "OTHER_NAMES",
@@ -593,6 +595,8 @@ def unknown_settings(environ: Mapping[str, str] | None = None) -> list[str]:
     for name, where in found:
         if name in known:
             continue
+        import difflib
+
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
         hint = f"did you mean {close[0]}?" if close else "om ignores it (docs/configuration.md)"
         out.append(f"unknown setting {name} in {where}: {hint}")

@@ -112,26 +112,14 @@ def search(
         else:
             click.echo(render_turns(turns))
         return
-    if any(v is not None for v in (since, until, type_, min_importance, project, agent)):
-        from obsmem.search.recall import Filters, search_entries
+    # The same as the fast path ``om search`` usually takes (obsmem/cli/quick.py).
+    from obsmem.cli.quick import search_output
 
-        filters = Filters(since=since, until=until, type=type_, min_importance=min_importance,
-                          project=project, agent=agent)  # fmt: skip
-        entries = search_entries(
-            app.store, text, filters=filters, limit=limit, settings=app.settings
-        )
-        if as_json:
-            _json(entries)
-        else:
-            click.echo(render.hits(entries))
-        return
-    from obsmem.search import search as run_search
-
-    hits = run_search(app.store, text, limit=limit, settings=app.settings)
-    if as_json:
-        _json([h.to_dict() for h in hits])
-    else:
-        click.echo(render.hits(hits))
+    given = {"since": since, "until": until, "type": type_, "min_importance": min_importance,
+             "project": project, "agent": agent}  # fmt: skip
+    click.echo(
+        search_output(app.store, app.settings, text, limit=limit, as_json=as_json, filters=given)
+    )
 
 
 @cli.command()

@@ -1,13 +1,39 @@
 """The console-script entry point. ``om context`` runs at every agent session start and ``om hook``
 at every prompt, so both are dispatched here before click (or anything else heavy) is imported;
-so is ``om worker``, the background process hooks start."""
+so are ``om worker``, the background process hooks start, and ``om search`` (``cli/quick.py``),
+which agents run from a cold process for each question.
+
+``failure`` is the one place that turns an exception into the command line's one-line message
+and exit status, for the click commands and the fast paths alike."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-__all__ = ["main", "silence_stdout"]
+__all__ = ["EXIT_BUG", "EXIT_ERROR", "failure", "main", "silence_stdout"]
+
+EXIT_ERROR = 2
+EXIT_BUG = 70
+
+
+def failure(exc: Exception) -> tuple[str, int]:
+    """The line to print on stderr for ``exc`` and the exit status.
+
+    Errors om raises on purpose, and the ``OSError`` and ``sqlite3`` errors the system raises,
+    give ``om: error: ...`` and status 2 (``errors.explain``); anything else is a bug: one line
+    too, status 70 (the caller re-raises it when ``OM_DEBUG`` is set).
+    """
+    from obsmem.errors import explain
+
+    known = explain(exc)
+    if known is not None:
+        return f"om: error: {' '.join(str(known).split())}", EXIT_ERROR
+    return (
+        f"om: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+        "(set OM_DEBUG=1 to see the traceback, and please report it)",
+        EXIT_BUG,
+    )
 
 
 def silence_stdout() -> None:
@@ -48,6 +74,12 @@ def _run(argv: list[str]) -> None:
         from obsmem.integrations.hooks import fast_main as hook_main
 
         sys.exit(hook_main(argv[1:]))
+    if argv and argv[0] == "search":
+        from obsmem.cli.quick import search_main
+
+        status = search_main(argv[1:])
+        if status is not None:
+            sys.exit(status)
     if argv and argv[0] == "worker" and len(argv) == 1:
         from obsmem.integrations.worker import worker_main
 

@@ -16,14 +16,11 @@ from typing import Any
 import click
 
 from obsmem import __version__
-from obsmem.errors import explain
+from obsmem.cli.entry import EXIT_BUG, EXIT_ERROR, failure
 from obsmem.memory.store import MemoryStore
 from obsmem.settings import Settings, load_settings
 
-__all__ = ["App", "cli", "main"]
-
-EXIT_ERROR = 2
-EXIT_BUG = 70
+__all__ = ["EXIT_BUG", "EXIT_ERROR", "App", "cli", "main"]
 
 
 class App:
@@ -58,18 +55,11 @@ class OmGroup(click.Group):
             silence_stdout()
             ctx.exit(0)
         except Exception as exc:
-            failure = explain(exc)
-            if failure is not None:
-                click.echo(f"om: error: {' '.join(str(failure).split())}", err=True)
-                ctx.exit(EXIT_ERROR)
-            if os.environ.get("OM_DEBUG"):
+            message, status = failure(exc)
+            if status == EXIT_BUG and os.environ.get("OM_DEBUG"):
                 raise
-            click.echo(
-                f"om: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
-                "(set OM_DEBUG=1 to see the traceback, and please report it)",
-                err=True,
-            )
-            ctx.exit(EXIT_BUG)
+            click.echo(message, err=True)
+            ctx.exit(status)
 
 
 @click.group(cls=OmGroup, context_settings={"help_option_names": ["-h", "--help"]})

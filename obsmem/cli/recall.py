@@ -56,16 +56,18 @@ def render_entry(entry: dict[str, Any]) -> str:
 
 
 def render_turns(found: list[dict[str, Any]]) -> str:
-    """``om search --raw`` hits: rank, score, when, role, agent and project, the matching part of
-    the turn, and the transcript path and lines it was said at."""
+    """``om search --raw`` hits: rank, score (``render.shown_scores``), when, role, agent and
+    project, the matching part of the turn, and the transcript path and lines it was said at."""
+    from obsmem.cli.render import shown_scores
+
     if not found:
         return "no matches"
     lines: list[str] = []
-    for hit in found:
+    for hit, score in zip(found, shown_scores([float(h["score"]) for h in found]), strict=True):
         prov = hit["provenance"]
         when = (hit.get("timestamp") or "")[:16].replace("T", " ") or "-"
         about = " ".join(str(prov[key]) for key in ("agent", "project") if prov.get(key))
-        lines.append(f"{hit['rank']:>2}. [{hit['score']:.2f}] {when}  {hit['role']}  {about}")
+        lines.append(f"{hit['rank']:>2}. [{score}] {when}  {hit['role']}  {about}")
         lines.append(f"    {hit['snippet']}")
         lines.append(f"    {hit['citation']}")
     return "\n".join(lines)

@@ -5,16 +5,25 @@ Plain text, aligned, no colour codes: it reads the same on a terminal, in a pipe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
+    from typing import Any
+
     from obsmem.doctor import Check
     from obsmem.observe.run import ObserveReport
     from obsmem.reflect.offline import ReflectReport
     from obsmem.search import Hit
     from obsmem.status import StatusReport
 
-__all__ = ["banner", "checks", "hits", "observe_report", "reflect_report", "status"]
+__all__ = [
+    "banner",
+    "checks",
+    "hits",
+    "observe_report",
+    "reflect_report",
+    "shown_scores",
+    "status",
+]
 
 _MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "repaired": "fixed"}
 
@@ -29,21 +38,35 @@ def _short(text: str, width: int = 160) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def shown_scores(scores: list[float]) -> list[str]:
+    """Scores as printed: each a share of the best one, two decimals (the best hit is 1.00).
+
+    Raw scores mean nothing on their own: BM25's depend on the size of the memory and on how
+    common the query's words are (in a small memory every one is near 1e-6 and printed as 0.00),
+    hybrid's are fused ranks. A share of the best says how close a hit comes to the top one.
+    ``--json`` keeps the raw ``score``. Scores that are not positive are printed as they are.
+    """
+    top = max(scores, default=0.0)
+    if top <= 0:
+        return [f"{score:.3g}" for score in scores]
+    return [f"{score / top:.2f}" for score in scores]
+
+
 def hits(found: list[Hit] | list[dict[str, Any]]) -> str:
-    """Search hits, one block each: rank, score, id, when, priority, type, text, file:line.
+    """Search hits, one block each: rank, score (``shown_scores``), id, when, priority, type,
+    text, file:line.
 
     Takes ``Hit`` objects (plain search) or entry dicts (filtered search) alike.
     """
     if not found:
         return "no matches"
     lines: list[str] = []
-    for item in found:
-        hit = item if isinstance(item, dict) else item.to_dict()
+    rows = [item if isinstance(item, dict) else item.to_dict() for item in found]
+    scores = shown_scores([float(h["score"]) for h in rows])  # type: ignore[arg-type]
+    for hit, score in zip(rows, scores, strict=True):
         when = " ".join(str(x) for x in (hit.get("date"), hit.get("time")) if x) or "-"
         flags = " ".join(str(x) for x in (hit.get("priority"), hit.get("type")) if x)
-        lines.append(
-            f"{hit['rank']:>2}. [{hit['score']:.2f}] {hit['id']}  {when}  {flags}".rstrip()
-        )
+        lines.append(f"{hit['rank']:>2}. [{score}] {hit['id']}  {when}  {flags}".rstrip())
         lines.append(f"    {_short(str(hit['text']))}")
         where = f"{hit['file']}:{hit['line']}"
         if hit.get("section"):

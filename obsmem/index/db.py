@@ -3,9 +3,15 @@
 The index is derived from the markdown and the ledger, so damage is never worth a user's time: a
 file that is not a database, a malformed schema, a failing ``PRAGMA quick_check``, missing tables
 or a schema written by a newer om all lead to the same answer: delete the database (with its
-``-wal`` and ``-shm`` files) and start again empty; the next refresh fills it. Only when a fresh
-database cannot be created either (permissions, a full disk, a directory in the way) does
-``open_index`` raise ``IndexError_``, whose message says what to do.
+``-wal`` and ``-shm`` files) and start again empty; the next refresh fills it.
+
+``PRAGMA quick_check`` reads the whole file (tens of milliseconds on a 10 MB index), so an open
+runs it only when something looks wrong: a file shorter than the pages its header counts, or when
+asked (``check=True``: ``om doctor``). Damage deeper in the file shows up as an SQLite error when
+a statement touches it, and ``using_index`` then rebuilds, so skipping the check loses nothing.
+
+Only when a fresh database cannot be created either (permissions, a full disk, a directory in
+the way) does ``open_index`` raise ``IndexError_``, whose message says what to do.
 
 Repairs are serialised by a lock file beside the index, and a process that waited for it checks
 the database again before deleting anything, so two processes finding the same damage do not
@@ -23,12 +29,9 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from obsmem.errors import IndexError_
 from obsmem.index.schema import SchemaTooNew, migrate, missing_tables
-from obsmem.memory.atomic import FILE_MODE, ensure_dir, memory_lock
-from obsmem.sources.state import writable_companions
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -41,7 +44,11 @@ __all__ = [
     "using_index",
 ]
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 #: How long a statement waits for another process's write lock before giving up.
 BUSY_TIMEOUT_MS = 10_000
@@ -107,9 +114,50 @@ def _create_private(path: Path) -> None:
     # gives its -wal and -shm files the database file's mode).
     if path.exists():
         return
+    from obsmem.memory.atomic import FILE_MODE
+
     with contextlib.suppress(FileExistsError):
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         os.close(fd)
+
+
+def _fix_companions(path: Path) -> None:
+    """Give a read-only ``-wal`` or ``-shm`` file its write bit back (``writable_companions``).
+
+    That module is imported only when one is found: it brings the redactor with it, which a
+    search has no other use for.
+    """
+    for suffix in ("-wal", "-shm"):
+        try:
+            mode = os.stat(path.with_name(path.name + suffix)).st_mode
+        except OSError:
+            continue
+        if not mode & 0o200:
+            from obsmem.sources.state import writable_companions
+
+            writable_companions(path)
+            return
+
+
+def _ensure_parent(path: Path) -> None:
+    if not os.path.isdir(path.parent):
+        from obsmem.memory.atomic import ensure_dir
+
+        ensure_dir(path.parent)
+
+
+def _looks_damaged(conn: sqlite3.Connection, path: Path) -> bool:
+    """True when the file is shorter than the pages its header counts (cut short by a full disk
+    or a partial copy): a reason to run the full integrity check on this open."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return False
+    pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+    page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+    wal = path.with_name(path.name + "-wal")
+    # Pages still in the WAL are counted by the header before they reach the file.
+    return pages * page_size > size and not (os.path.exists(wal) and os.stat(wal).st_size > 0)
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
@@ -145,7 +193,7 @@ def _connect(path: Path, *, check: bool) -> sqlite3.Connection:
     """Open, configure, check and migrate; raise ``_Unusable`` for a damaged database."""
     try:
         _create_private(path)
-        writable_companions(path)
+        _fix_companions(path)
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     except OSError as exc:
         raise IndexError_(
@@ -158,7 +206,7 @@ def _connect(path: Path, *, check: bool) -> sqlite3.Connection:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
         _enable_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
-        if check:
+        if check or _looks_damaged(conn, path):
             rows = conn.execute("PRAGMA quick_check").fetchall()
             if [tuple(row) for row in rows] != [("ok",)]:
                 raise _Unusable(f"quick_check failed: {rows[0][0] if rows else 'no answer'}")
@@ -218,17 +266,17 @@ def index_generation(path: Path | str) -> str:
         return "?"
 
 
-def open_index(path: Path | str, *, check: bool = True) -> sqlite3.Connection:
+def open_index(path: Path | str, *, check: bool = False) -> sqlite3.Connection:
     """Open (creating or repairing as needed) the search index at ``path``.
 
     The connection is in autocommit mode, in WAL journal mode with ``synchronous=NORMAL`` and a
     10 s busy timeout, and has the current schema. A damaged database, or one written by a newer
-    om, is deleted and recreated empty (refresh it to fill it). ``check=False`` skips
-    ``PRAGMA quick_check``, which reads the whole file. Raises ``IndexError_`` only when a new
-    database cannot be created either.
+    om, is deleted and recreated empty (refresh it to fill it). ``check=True`` runs
+    ``PRAGMA quick_check``, which reads the whole file, even when nothing looks wrong. Raises
+    ``IndexError_`` only when a new database cannot be created either.
     """
     path = Path(path)
-    ensure_dir(path.parent)
+    _ensure_parent(path)
     try:
         return _connect(path, check=check)
     except _Unusable:
@@ -237,7 +285,7 @@ def open_index(path: Path | str, *, check: bool = True) -> sqlite3.Connection:
     return reset_index(path, seen, check=check)
 
 
-def reset_index(path: Path | str, seen: str | None, *, check: bool = True) -> sqlite3.Connection:
+def reset_index(path: Path | str, seen: str | None, *, check: bool = False) -> sqlite3.Connection:
     """Replace a damaged index with a new empty one, unless another process already did.
 
     ``seen`` is the ``index_generation`` read when the damage was found. Callers that meet damage
@@ -246,8 +294,10 @@ def reset_index(path: Path | str, seen: str | None, *, check: bool = True) -> sq
     otherwise the replacement is opened (and deleted in turn only if it is damaged too).
     ``seen=None`` deletes whatever is there.
     """
+    from obsmem.memory.atomic import memory_lock
+
     path = Path(path)
-    ensure_dir(path.parent)
+    _ensure_parent(path)
     lock = _repair_lock(path)
     with memory_lock(lock, _REPAIR_LOCK_TIMEOUT):
         removed = seen is None or index_generation(path) == seen
@@ -267,7 +317,7 @@ def reset_index(path: Path | str, seen: str | None, *, check: bool = True) -> sq
 
 
 def using_index(
-    path: Path | str, work: Callable[[sqlite3.Connection], T], *, check: bool = True
+    path: Path | str, work: Callable[[sqlite3.Connection], T], *, check: bool = False
 ) -> T:
     """Run ``work`` on a connection to the index; if it meets damage, rebuild and run it again.
 

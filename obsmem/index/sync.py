@@ -14,30 +14,38 @@ A file modified within ``RACY_WINDOW_NS`` of being indexed is recorded with ``mt
 filesystem timestamps are coarse (milliseconds on ext4, seconds on some), so a same-size rewrite
 in the same tick would otherwise look unchanged forever (git's "racily clean" problem). Such a
 file is hashed once more on the next refresh, which settles it.
+
+A refresh that leaves the index in step records what it saw (``stamp.py``): the stat of every
+file it covered, of the ledger, of the list of external files, and of the folders a new memory
+file would appear in. The next refresh first stats those paths again; when all match, the index
+is fresh without listing a folder, and the parsers (and the memory modules behind them) are never
+imported: a cold ``om search`` pays for them only when a file changed. A stamp is not recorded
+while any of its paths is racy, nor after a file could not be read.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
+import json
 import os
 import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from obsmem import paths
 from obsmem.errors import IndexError_, MemoryFileError
 from obsmem.index.db import index_generation, is_corruption, open_index, using_index
 from obsmem.index.schema import ENTRY_COLUMNS, FTS_COLUMNS, neighbour_context, schema_version
-from obsmem.memory.markdown import blank_generated
-from obsmem.memory.model import ParseIssue, Provenance
-from obsmem.memory.observations import parse_observations
-from obsmem.memory.sections import parse_sections
-from obsmem.memory.store import SECTION_FILES, MemoryStore
-from obsmem.sources.claude_memory import indexable_text, shown_path
+from obsmem.index.stamp import EXTERNAL, RACY_WINDOW_NS, STAMP_KEY, of_stat, unchanged
+from obsmem.index.stamp import signature as _signature
+
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
+if TYPE_CHECKING:
+    from obsmem.memory.model import ParseIssue, Provenance
+    from obsmem.memory.store import MemoryStore
 
 __all__ = [
     "RACY_WINDOW_NS",
@@ -50,8 +58,6 @@ __all__ = [
     "refresh",
 ]
 
-#: Files modified less than this long before they were indexed get hashed again next time.
-RACY_WINDOW_NS = 2_000_000_000
 
 _TOP_KINDS: dict[str, str] = {
     paths.OBSERVATIONS_FILE: "observation",
@@ -145,6 +151,29 @@ class _Scan:
     ledger: str  # the ledger's stat signature
     home: str
     at_ns: int  # when the scan started: files modified after it minus the window are racy
+    ledger_path: str = ""
+    # Paths whose stat says whether a file appeared (folders, the list of external files),
+    # with their signatures taken before the listing, so a file added meanwhile moves them.
+    watched: dict[str, str] = field(default_factory=dict)
+    unread: bool = False  # a file could not be read: its stat was not recorded
+    # The external files' signatures by real path, which the stamp never stores (see stamp.py).
+    external: dict[str, str] = field(default_factory=dict)
+    external_list: str = ""
+
+    def stamp(self) -> str | None:
+        """What this scan saw, as the ``stamp`` meta value; None when part of it is racy."""
+        seen = dict(self.watched)
+        seen[self.ledger_path] = self.ledger
+        for state in self.files.values():
+            if state.mtime_ns > self.at_ns - RACY_WINDOW_NS:
+                return None
+            if str(state.path) not in self.external:
+                seen[str(state.path)] = f"{state.size}:{state.mtime_ns}"
+        names = sorted(self.external)
+        seen[EXTERNAL + self.external_list] = "|".join(self.external[n] for n in names)
+        if self.unread or any("racy:" in sig for sig in seen.values()):
+            return None
+        return json.dumps([self.home, sorted(seen.items())], ensure_ascii=False)
 
 
 @dataclass
@@ -159,20 +188,22 @@ class _Plan:
         return not (self.stale or self.removed or self.ledger_changed or self.home_changed)
 
 
-def _signature(path: Path, at_ns: int) -> str:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return "missing"
-    except OSError:
-        return "unreadable"
-    if st.st_mtime_ns > at_ns - RACY_WINDOW_NS:
-        return f"racy:{st.st_size}:{st.st_mtime_ns}"
-    return f"{st.st_size}:{st.st_mtime_ns}"
+def _folders(store: MemoryStore, at_ns: int) -> dict[str, str]:
+    """The signatures of every folder a memory file could appear in, and of the external list."""
+    watched = {str(store.home): _signature(store.home, at_ns)}
+    for top in (store.archive_dir, store.vault_dir):
+        watched[str(top)] = _signature(top, at_ns)
+        for folder, subfolders, _ in os.walk(top):
+            for name in subfolders:
+                path = os.path.join(folder, name)
+                watched[path] = _signature(path, at_ns)
+    watched[str(store.external_list_path)] = _signature(store.external_list_path, at_ns)
+    return watched
 
 
 def _scan(store: MemoryStore) -> _Scan:
     at_ns = time.time_ns()
+    watched = _folders(store, at_ns)
     files: dict[str, _FileState] = {}
     for path in store.memory_files():
         rel = store.relative(path)
@@ -188,11 +219,16 @@ def _scan(store: MemoryStore) -> _Scan:
     # absolute path with its secrets redacted (a folder named after a working directory can hold
     # one); only the stat and the read use the real path. One that was deleted drops out and
     # loses its rows.
+    external: dict[str, str] = {}
     for name, info in store.external_files().items():
         try:
             st = os.stat(name)
         except OSError:
+            external[name] = _signature(name, at_ns)  # missing or unreadable, as stamp.py sees it
             continue
+        external[name] = of_stat(st, at_ns)
+        from obsmem.sources.claude_memory import shown_path
+
         rel = shown = shown_path(name)
         copy = 1
         while rel in files:  # paths that differ only in their secrets: both stay searchable
@@ -201,11 +237,24 @@ def _scan(store: MemoryStore) -> _Scan:
         files[rel] = _FileState(Path(name), rel, str(info.get("kind", "external")),
                                 st.st_size, st.st_mtime_ns)  # fmt: skip
     ledger = _signature(store.ledger_path, at_ns)
-    return _Scan(files, ledger, os.path.abspath(store.home), at_ns)
+    return _Scan(files, ledger, os.path.abspath(store.home), at_ns, str(store.ledger_path), watched,
+                 external=external, external_list=str(store.external_list_path))  # fmt: skip
+
+
+def _record_stamp(conn: sqlite3.Connection, scan: _Scan) -> None:
+    """Write (or clear) the stamp inside the caller's write transaction."""
+    stamp = scan.stamp()
+    if stamp is None:
+        conn.execute("DELETE FROM meta WHERE key = ?", (STAMP_KEY,))
+    else:
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (STAMP_KEY, stamp))
 
 
 def _plan(conn: sqlite3.Connection, scan: _Scan, *, clear: bool = False) -> _Plan:
-    meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+    meta = {
+        str(k): str(v)
+        for k, v in conn.execute("SELECT key, value FROM meta WHERE key != ?", (STAMP_KEY,))
+    }
     home_changed = clear or meta.get("home") != scan.home
     recorded: dict[str, tuple[int, int]] = {}
     if not home_changed:
@@ -271,6 +320,13 @@ def _parse_rows(
     state: _FileState, data: bytes, ledger: dict[str, Provenance]
 ) -> tuple[list[tuple[object, ...]], list[ParseIssue]]:
     """The ``entries`` rows of one file (columns in ``ENTRY_COLUMNS`` order) and its issues."""
+    # The parsers are imported here, not above: a search over an unchanged memory never parses.
+    from obsmem.memory.markdown import blank_generated
+    from obsmem.memory.observations import parse_observations
+    from obsmem.memory.sections import parse_sections
+    from obsmem.memory.store import SECTION_FILES
+    from obsmem.sources.claude_memory import indexable_text
+
     rows: list[tuple[object, ...]] = []
     if state.kind in _OBSERVATION_KINDS:
         doc = parse_observations(data)
@@ -405,6 +461,9 @@ def _apply(
     store: MemoryStore, conn: sqlite3.Connection, scan: _Scan, plan: _Plan, report: RefreshReport
 ) -> None:
     """Carry out ``plan`` inside the caller's write transaction."""
+    import hashlib
+    from datetime import UTC, datetime
+
     if plan.home_changed:
         _clear(conn)  # paths are relative to the memory directory: another one shares nothing
     ledger: dict[str, Provenance] | None = None
@@ -423,6 +482,7 @@ def _apply(
             if os.path.isabs(state.rel):
                 message = message.replace(str(state.path), state.rel)
             report.issues.append(FileIssue(state.rel, 0, message))
+            scan.unread = True
             continue
         digest = hashlib.sha256(data).hexdigest()
         mtime_ns = state.mtime_ns if state.mtime_ns <= scan.at_ns - RACY_WINDOW_NS else -1
@@ -459,6 +519,7 @@ def _apply(
     ledger_seen = "unverified" if scan.ledger.startswith("racy:") else scan.ledger
     meta = {"home": scan.home, "ledger": ledger_seen}
     conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", meta.items())
+    _record_stamp(conn, scan)
 
 
 def _index_error(store: MemoryStore, exc: sqlite3.Error) -> IndexError_:
@@ -486,8 +547,18 @@ def refresh(store: MemoryStore, conn: sqlite3.Connection) -> RefreshReport:
 def _refresh(store: MemoryStore, conn: sqlite3.Connection, *, clear: bool) -> RefreshReport:
     report = RefreshReport()
     try:
-        if not clear and _plan(conn, _scan(store)).empty:
-            return report
+        if not clear:
+            if unchanged(conn, store.home):
+                return report
+            scan = _scan(store)
+            if _plan(conn, scan).empty:
+                if scan.stamp() is not None:
+                    # Nothing to index, but the stamp is out of date (a folder moved, or no
+                    # stamp yet): record it, so that the next search needs no listing. It only
+                    # saves time: an index that cannot be written now is still fresh.
+                    with contextlib.suppress(sqlite3.Error), _write_transaction(conn):
+                        _record_stamp(conn, scan)
+                return report
         with _write_transaction(conn):
             # Check again with the write lock held: another process may have done the work.
             scan = _scan(store)
@@ -522,6 +593,8 @@ def index_issues(conn: sqlite3.Connection) -> list[FileIssue]:
 
 
 def _content_changed(conn: sqlite3.Connection, store: MemoryStore, state: _FileState) -> bool:
+    import hashlib
+
     row = conn.execute("SELECT sha256 FROM files WHERE path = ?", (state.rel,)).fetchone()
     if row is None:
         return True
@@ -532,14 +605,15 @@ def _content_changed(conn: sqlite3.Connection, store: MemoryStore, state: _FileS
     return hashlib.sha256(data).hexdigest() != str(row[0])
 
 
-def index_status(store: MemoryStore) -> dict[str, object]:
+def index_status(store: MemoryStore, *, check: bool = False) -> dict[str, object]:
     """What ``om status`` (and ``om doctor``) show about the index, without refreshing it.
 
     Keys: ``exists``, ``path``, ``healthy`` (False when the database was damaged and had to be
     replaced by an empty one just now), ``schema_version``, ``entries``, ``files``,
     ``stale_files`` (memory files that are new, deleted, or whose bytes changed since they were
     indexed: a file whose stat moved is hashed to tell), ``ledger_stale`` and ``issues`` (parse
-    issues recorded). A missing index is not created.
+    issues recorded). A missing index is not created. ``check=True`` (``om doctor``) runs the
+    full integrity check on the way, so damage anywhere in the file reads as not healthy.
     """
     path = store.index_path
     scan = _scan(store)
@@ -557,7 +631,7 @@ def index_status(store: MemoryStore) -> dict[str, object]:
     if not status["exists"]:
         return status
     before = index_generation(path)
-    conn = open_index(path)
+    conn = open_index(path, check=check)
     try:
         plan = _plan(conn, scan)
         if plan.home_changed:

@@ -19,6 +19,11 @@ entry dated within it (its day or the date its message referred to) is multiplie
 ``1 + OM_SEARCH_DATE_BOOST``. The date is applied inside the query, so an entry of that day is
 found however far down the plain ranking it was.
 
+A process that answers one query and exits (``om search``) first passes its settings through
+``for_cold_process``: loading a local embedding model or reranker takes seconds, far longer than
+the query, so such a process searches with BM25 and says so on stderr (``COLD_NOTE``); hybrid
+search is for a process that keeps the model loaded (``om mcp``).
+
 ``search_rows`` is the one path every search takes (``search`` here, ``recall.search_entries``
 with filters, the MCP ``search`` tool): BM25 alone, or hybrid (``hybrid.py``) when a model loads
 or a reranker is set. Filters are a ``WHERE`` condition over ``entries AS e`` applied inside the
@@ -31,17 +36,36 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date as Date
-from typing import Protocol, TypeVar
 
 from obsmem.errors import UsageError
 from obsmem.index.db import using_index
 from obsmem.index.query import fts_query
-from obsmem.index.sync import refresh as refresh_index
-from obsmem.memory.store import MemoryStore
+from obsmem.index.stamp import unchanged
 from obsmem.search.dates import DateSpan, query_dates
 from obsmem.settings import Settings, load_settings
 
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
+if TYPE_CHECKING:
+    from typing import Protocol, TypeVar
+
+    # Only its paths are read here: a search of a fresh index never loads the memory modules.
+    from obsmem.memory.store import MemoryStore
+
+    T = TypeVar("T")
+
+    class Connections(Protocol):
+        """Something that runs ``work`` on a connection to one index (``recall.KeptIndex``).
+
+        A type only (a cold search does not import ``typing``): any object with this method.
+        """
+
+        def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+            """``work(conn)``'s result."""
+
+
 __all__ = [
+    "COLD_NOTE",
+    "COLD_RERANK_NOTE",
     "ENTRY_COLUMNS",
     "ROW_SQL",
     "SECTION_WEIGHT",
@@ -53,13 +77,12 @@ __all__ = [
     "Where",
     "bm25_rows",
     "distinct_rows",
+    "for_cold_process",
     "hit_from_row",
     "query_index",
     "search",
     "search_rows",
 ]
-
-T = TypeVar("T")
 
 #: A condition over ``entries AS e`` and its parameters (``recall.Filters.sql()``).
 Where = tuple[str, Sequence[object]]
@@ -294,11 +317,17 @@ def query_index(
     return [hit_from_row(rank, row) for rank, row in enumerate(kept, start=1)]
 
 
-class Connections(Protocol):
-    """Something that runs ``work`` on a connection to one index (``recall.KeptIndex``)."""
-
-    def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work(conn)``'s result."""
+def _may_embed(settings: Settings) -> bool:
+    """False when the settings mean BM25 alone without looking further: ``bm25``, or ``auto``
+    with fastembed and no model folder (``embeddings.backend_status`` says the same, silently),
+    so that the default search never imports the embeddings module."""
+    if settings.search_backend == "bm25":
+        return False
+    return not (
+        settings.search_backend == "auto"
+        and settings.embed_provider == "fastembed"
+        and not settings.embed_model_path
+    )
 
 
 def search_rows(
@@ -329,7 +358,7 @@ def search_rows(
     if settings is None:
         settings = load_settings()
     embedder = None
-    if settings.search_backend != "bm25":
+    if _may_embed(settings):
         # Imported here: BM25-only searches never pay for the hybrid modules.
         from obsmem.search.embeddings import resolve_backend
 
@@ -337,7 +366,10 @@ def search_rows(
     config = settings
 
     def run(conn: sqlite3.Connection) -> list[Scored]:
-        if refresh:
+        if refresh and not unchanged(conn, store.home):
+            # Imported only now: a fresh index (the usual case) needs neither sync nor parsers.
+            from obsmem.index.sync import refresh as refresh_index
+
             refresh_index(store, conn)
         if embedder is None and not config.rerank_model:
             ranking = Ranking.for_query(query, config)
@@ -375,3 +407,34 @@ def search(
     """
     rows = search_rows(store, query, limit=limit, refresh=refresh, settings=settings)
     return [hit_from_row(rank, row, score) for rank, (row, score) in enumerate(rows, start=1)]
+
+
+#: What a cold process prints when it answers with BM25 instead of loading a local model.
+COLD_NOTE = "hybrid search needs a running `om mcp`; showing keyword (BM25) results"
+#: The same, when only the reranker (always a local model) is left out.
+COLD_RERANK_NOTE = "reranking needs a running `om mcp`; showing results without it"
+
+
+def for_cold_process(settings: Settings) -> Settings:
+    """``settings`` for a process that answers one query and exits: no local model loaded.
+
+    When the settings would load a local embedding model (fastembed) or a reranker, both take
+    seconds, so the search runs with BM25 alone (``search_backend="bm25"``, no reranker) and
+    ``COLD_NOTE`` (or ``COLD_RERANK_NOTE``) is printed on stderr once. An endpoint embedder
+    (which loads no model here) and settings that are BM25 already are returned unchanged,
+    silently.
+    """
+    local_model = _may_embed(settings) and settings.embed_provider == "fastembed"
+    if not local_model and not settings.rerank_model:
+        return settings  # decided without importing the embeddings module
+    import dataclasses
+
+    from obsmem.search.embeddings import backend_status, notice
+
+    if local_model:
+        local_model = backend_status(settings)[0] == "hybrid"
+    if not local_model and not settings.rerank_model:
+        return settings
+    notice(COLD_NOTE if local_model else COLD_RERANK_NOTE)
+    backend = "bm25" if local_model else settings.search_backend
+    return dataclasses.replace(settings, search_backend=backend, rerank_model="")

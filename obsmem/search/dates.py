@@ -20,7 +20,6 @@ Nothing else is guessed: a number alone is not a year, and "last Friday" is not 
 
 from __future__ import annotations
 
-import calendar
 import re
 from dataclasses import dataclass
 from datetime import date as Date
@@ -28,10 +27,15 @@ from datetime import timedelta
 
 __all__ = ["DateSpan", "query_dates"]
 
+# English names, as queries are matched in English (``calendar.month_name`` follows the locale).
+_MONTH_NAMES = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)  # fmt: skip
 _MONTHS: dict[str, int] = {}
-for _number, _name in enumerate(calendar.month_name[1:], start=1):
-    _MONTHS[_name.lower()] = _number
-    _MONTHS[_name[:3].lower()] = _number
+for _number, _name in enumerate(_MONTH_NAMES, start=1):
+    _MONTHS[_name] = _number
+    _MONTHS[_name[:3]] = _number
 _MONTHS["sept"] = 9
 
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
@@ -41,19 +45,34 @@ _YEAR = r"((?:19|20)\d\d)"
 _M = rf"({_MONTH})\b\.?"
 
 # Most specific first: a span already taken by one pattern is not read again by a later one.
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("iso-day", re.compile(r"\b((?:19|20)\d\d)-(\d{1,2})-(\d{1,2})\b")),
-    ("iso-month", re.compile(r"\b((?:19|20)\d\d)-(\d{1,2})\b")),
-    ("day-month-year", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_M},?\s+{_YEAR}\b", re.IGNORECASE)),
-    ("month-day-year", re.compile(rf"\b{_M}\s+{_DAY},?\s*{_YEAR}\b", re.IGNORECASE)),
-    ("month-year", re.compile(rf"\b{_M},?\s+{_YEAR}\b", re.IGNORECASE)),
-    ("month", re.compile(rf"\b(?:in|during|of|throughout)\s+{_M}(?!\s*\d)", re.IGNORECASE)),
-    ("year", re.compile(rf"\b(?:in|during|of|throughout)\s+{_YEAR}\b", re.IGNORECASE)),
-    (
-        "relative",
-        re.compile(r"\b(today|yesterday|(?:this|last)\s+(?:week|month|year))\b", re.IGNORECASE),
-    ),
+_SOURCES: tuple[tuple[str, str, int], ...] = (
+    ("iso-day", r"\b((?:19|20)\d\d)-(\d{1,2})-(\d{1,2})\b", 0),
+    ("iso-month", r"\b((?:19|20)\d\d)-(\d{1,2})\b", 0),
+    ("day-month-year", rf"\b{_DAY}\s+(?:of\s+)?{_M},?\s+{_YEAR}\b", re.IGNORECASE),
+    ("month-day-year", rf"\b{_M}\s+{_DAY},?\s*{_YEAR}\b", re.IGNORECASE),
+    ("month-year", rf"\b{_M},?\s+{_YEAR}\b", re.IGNORECASE),
+    ("month", rf"\b(?:in|during|of|throughout)\s+{_M}(?!\s*\d)", re.IGNORECASE),
+    ("year", rf"\b(?:in|during|of|throughout)\s+{_YEAR}\b", re.IGNORECASE),
+    ("relative", r"\b(today|yesterday|(?:this|last)\s+(?:week|month|year))\b", re.IGNORECASE),
 )
+# Compiled on the first query that may name a date: most queries name none, and compiling these
+# at import would cost every cold ``om search``.
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = []
+#: Every pattern needs a digit or one of these (lower case) somewhere in the query.
+_CUES = (*_MONTHS, "today", "yesterday", "week", "month", "year")
+
+
+def _may_name_a_date(text: str) -> bool:
+    if any(ch.isdigit() for ch in text):
+        return True
+    low = text.lower()
+    return any(cue in low for cue in _CUES)
+
+
+def _patterns() -> list[tuple[str, re.Pattern[str]]]:
+    if not _PATTERNS:
+        _PATTERNS.extend((kind, re.compile(source, flags)) for kind, source, flags in _SOURCES)
+    return _PATTERNS
 
 
 @dataclass(frozen=True)
@@ -73,8 +92,9 @@ def _days(start: Date, end: Date) -> DateSpan:
 
 
 def _month(year: int, month: int) -> DateSpan:
-    last = calendar.monthrange(year, month)[1]
-    return _days(Date(year, month, 1), Date(year, month, last))
+    first = Date(year, month, 1)
+    after = Date(year + 1, 1, 1) if month == 12 else Date(year, month + 1, 1)
+    return _days(first, after - timedelta(days=1))
 
 
 def _relative(phrase: str, today: Date) -> DateSpan:
@@ -125,10 +145,12 @@ def query_dates(text: str, today: Date | None = None) -> list[DateSpan]:
 
     ``today`` (default: the local date) anchors "yesterday", "last week" and the like.
     """
+    if not _may_name_a_date(text):
+        return []
     day = today or Date.today()
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, DateSpan]] = []
-    for kind, pattern in _PATTERNS:
+    for kind, pattern in _patterns():
         for match in pattern.finditer(text):
             if any(start < match.end() and match.start() < end for start, end in taken):
                 continue

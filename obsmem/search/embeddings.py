@@ -19,6 +19,11 @@ providers (``OM_EMBED_PROVIDER``):
 - ``hybrid``: as ``auto``, and with fastembed and no folder, fastembed's own copy of
   ``OM_EMBED_MODEL`` (downloaded on first use). When that fails, BM25, and one line on stderr.
 
+A process that answers one query and exits (``om search``) calls ``bm25.for_cold_process``
+first: a local model takes seconds to load, far longer than the query, so such a process searches
+with BM25 and says so on stderr; hybrid search is for a process that keeps the model loaded
+(``om mcp``). An endpoint loads nothing in the process, so it stays hybrid.
+
 An embedder that fails to load is reported once per process (``notice``), never as a traceback.
 fastembed, numpy and the openai SDK are imported only inside the functions that need them, so
 importing this module (and ``om search`` with BM25) stays cheap.

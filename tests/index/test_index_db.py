@@ -109,8 +109,8 @@ def test_garbage_file_is_replaced_by_a_fresh_index(tmp_path: Path, garbage: byte
         conn.close()
 
 
-def test_damaged_page_fails_quick_check_and_is_replaced(tmp_path: Path) -> None:
-    path = tmp_path / "index.sqlite3"
+def _scribbled(path: Path) -> None:
+    """An index whose pages after the first (the schema) are garbage."""
     conn = open_index(path)
     conn.executemany(
         "INSERT INTO meta (key, value) VALUES (?, ?)", [(f"k{i}", "v" * 200) for i in range(300)]
@@ -123,10 +123,76 @@ def test_damaged_page_fails_quick_check_and_is_replaced(tmp_path: Path) -> None:
     # Keep the header page (so the file still looks like SQLite) and scribble over the rest.
     data[page:] = b"\xa5" * (len(data) - page)
     path.write_bytes(bytes(data))
-    conn = open_index(path)
+
+
+def test_damaged_page_fails_quick_check_and_is_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite3"
+    _scribbled(path)
+    conn = open_index(path, check=True)
     try:
         assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
         assert conn.execute("SELECT count(*) FROM meta").fetchone()[0] == 0
+    finally:
+        conn.close()
+
+
+def test_damaged_page_found_by_a_query_is_replaced_without_a_check(tmp_path: Path) -> None:
+    # An ordinary open skips the integrity check; the damage shows up when a statement reads
+    # the bad pages, and using_index then rebuilds and runs the work again.
+    path = tmp_path / "index.sqlite3"
+    _scribbled(path)
+    runs: list[int] = []
+
+    def work(conn: sqlite3.Connection) -> int:
+        runs.append(1)
+        return int(conn.execute("SELECT count(*) FROM meta WHERE value != ''").fetchone()[0])
+
+    assert using_index(path, work) == 0
+    assert len(runs) == 2
+
+
+_STATEMENTS: list[str] = []
+
+
+class _Traced(sqlite3.Connection):
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.set_trace_callback(_STATEMENTS.append)
+
+
+def test_an_ordinary_open_runs_no_integrity_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "index.sqlite3"
+    _mark(path)
+    real = sqlite3.connect
+    monkeypatch.setattr(
+        sqlite3,
+        "connect",
+        lambda *a, **k: real(*a, **k, factory=_Traced),  # type: ignore[misc]
+    )
+    _STATEMENTS.clear()
+    using_index(path, lambda conn: conn.execute("SELECT 1").fetchone())
+    assert not any("quick_check" in s for s in _STATEMENTS)
+    open_index(path, check=True).close()
+    assert any("quick_check" in s for s in _STATEMENTS)
+
+
+def test_a_file_shorter_than_its_pages_is_checked_and_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite3"
+    _mark(path)
+    conn = open_index(path)
+    conn.executemany(
+        "INSERT INTO meta (key, value) VALUES (?, ?)", [(f"k{i}", "v" * 200) for i in range(300)]
+    )
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])  # a copy cut short
+    conn = open_index(path)
+    try:
+        assert not _marked(conn)
+        assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
     finally:
         conn.close()
 

@@ -1,0 +1,174 @@
+"""``om search`` without click: an agent asks from a cold process, often several times a session,
+so importing click (and the rest of the command line) would cost more than the query itself.
+
+``search_main`` parses the command's options by hand, exactly the ones ``om search`` declares in
+``commands.py``, and runs the same ``search_output``. Whatever it does not understand for certain
+(``--help``, an unknown option, a missing or bad value, ``--raw``) it hands back to click, so
+usage errors and help read the same whichever way a command line arrives. Errors while searching
+are reported as every command reports them (``entry.failure``): one line, status 2.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from obsmem.memory.store import MemoryStore
+    from obsmem.settings import Settings
+
+__all__ = ["FILTER_OPTIONS", "parse_search", "search_main", "search_output"]
+
+#: ``om search``'s options that take a value, by every name they answer to.
+_VALUED = {
+    "-n": "limit", "--limit": "limit", "--since": "since", "--until": "until", "--type": "type",
+    "--min-importance": "min_importance", "--project": "project", "--agent": "agent",
+}  # fmt: skip
+_FLAGS = {"--json": "json", "--raw": "raw"}
+#: The options that narrow a search (``recall.Filters``), in its field order.
+FILTER_OPTIONS = ("since", "until", "type", "min_importance", "project", "agent")
+
+
+def parse_search(argv: list[str]) -> dict[str, object] | None:
+    """``om search``'s arguments as a dict (``query``, ``limit``, ``json``, ``raw`` and the
+    filters), or None when click must handle them (help, an unknown option, a bad value)."""
+    found: dict[str, object] = {"limit": "10", "json": False, "raw": False}
+    words: list[str] = []
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg == "--":
+            words += args
+            break
+        if not arg.startswith("-") or arg == "-":
+            words.append(arg)
+            continue
+        name, sep, value = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:])
+        if name in _FLAGS and not sep and not value:
+            found[_FLAGS[name]] = True
+            continue
+        if name not in _VALUED or (sep and not name.startswith("--")):
+            return None
+        if not sep and not value:
+            if not args or args[0].startswith("-"):
+                return None
+            value = args.pop(0)
+        found[_VALUED[name]] = value
+    if not words or found["raw"]:
+        return None
+    try:
+        limit = int(str(found["limit"]))
+        importance = found.get("min_importance")
+        if importance is not None:
+            found["min_importance"] = float(str(importance))
+    except ValueError:
+        return None
+    score = found.get("min_importance")
+    if not 1 <= limit <= 1000 or (isinstance(score, float) and not 0 <= score <= 1):
+        return None
+    found["limit"] = limit
+    found["query"] = words
+    return found
+
+
+class _LazyStore:
+    """The ``MemoryStore`` of ``OM_HOME``, built only when something beyond its paths is used.
+
+    A search of an index that its stamp shows fresh (``index/sync.py``) reads ``home`` and
+    ``index_path`` and nothing else; building the store imports the memory modules (parsers,
+    ledger, locks), which cost a cold process more than the query does. Anything else asked of
+    this object builds the real store and is answered by it.
+    """
+
+    def __init__(self, lock_timeout: float) -> None:
+        from obsmem import paths
+
+        self._lock_timeout = lock_timeout
+        self._store: MemoryStore | None = None
+        self.home = paths.memory_dir()
+        self.index_path = paths.index_path()
+        if not (self.home.is_dir() and paths.state_dir().is_dir()):
+            self._real().ensure()  # as the command line's store: created if missing
+
+    def _real(self) -> MemoryStore:
+        if self._store is None:
+            from obsmem.memory.store import MemoryStore
+
+            self._store = MemoryStore(lock_timeout=self._lock_timeout)
+        return self._store
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._real(), name)
+
+
+def search_output(
+    store: MemoryStore,
+    settings: Settings,
+    text: str,
+    *,
+    limit: int,
+    as_json: bool,
+    filters: Mapping[str, object],
+) -> str:
+    """What ``om search`` prints for ``text`` (without ``--raw``): the hits as text or JSON.
+
+    ``filters`` holds the values of ``FILTER_OPTIONS`` that were given. A cold process loads no
+    model: ``bm25.for_cold_process`` decides the backend and prints why on stderr.
+    """
+    from obsmem.search.bm25 import for_cold_process
+
+    settings = for_cold_process(settings)
+    found: list[dict[str, object]]
+    if any(filters.get(name) is not None for name in FILTER_OPTIONS):
+        from obsmem.search.recall import Filters, search_entries
+
+        chosen = Filters(**{name: filters.get(name) for name in FILTER_OPTIONS})  # type: ignore[arg-type]
+        found = search_entries(store, text, filters=chosen, limit=limit, settings=settings)
+    else:
+        from obsmem.search import search
+
+        found = [hit.to_dict() for hit in search(store, text, limit=limit, settings=settings)]
+    if as_json:
+        import json
+
+        return json.dumps(found, ensure_ascii=False, indent=2)
+    from obsmem.cli.render import hits
+
+    return hits(found)
+
+
+def search_main(argv: list[str]) -> int | None:
+    """Run ``om search`` with ``argv`` (the words after ``search``) and return the exit status,
+    or None when the full command line must handle them (see ``parse_search``)."""
+    parsed = parse_search(argv)
+    if parsed is None:
+        return None
+    from obsmem.cli.entry import EXIT_BUG, failure
+
+    try:
+        from obsmem.settings import load_settings
+
+        settings = load_settings()
+        store: MemoryStore = _LazyStore(settings.lock_timeout_seconds)  # type: ignore[assignment]
+        words = parsed["query"]
+        assert isinstance(words, list)
+        limit = parsed["limit"]
+        assert isinstance(limit, int)
+        out = search_output(store, settings, " ".join(words), limit=limit,
+                            as_json=bool(parsed["json"]), filters=parsed)  # fmt: skip
+    except KeyboardInterrupt:
+        print("om: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        raise
+    except Exception as exc:
+        message, status = failure(exc)
+        if status == EXIT_BUG and os.environ.get("OM_DEBUG"):
+            raise
+        print(message, file=sys.stderr)
+        return status
+    print(out)
+    return 0
