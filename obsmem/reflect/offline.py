@@ -186,7 +186,7 @@ def catch_up(
         return None
     if (
         last is None
-        and not store.read_observations().days
+        and not store.read_observations(shared=True).days
         and not (store.archive_dir / OBSERVATIONS_ARCHIVE).is_dir()
     ):
         return None  # nothing was ever observed: nothing to reflect
@@ -299,14 +299,14 @@ def _gather(
     folder = store.archive_dir / OBSERVATIONS_ARCHIVE
     months = sorted(folder.glob("*.md")) if folder.is_dir() else []
     read = [p for p in months if not state.known or state.month_changed(p)]
-    docs = {p: store.read_observations(p) for p in read}
-    current = store.read_observations()
+    docs = {p: store.read_observations(p, shared=True) for p in read}
+    current = store.read_observations(shared=True)
     unseen = [o for doc in (current, *docs.values()) for o in doc.observations
               if o.id not in state.reflected]  # fmt: skip
     wanted = _months_around(o.date for o in unseen)
     for path in months:
         if path not in docs and path.stem in wanted:
-            docs[path] = store.read_observations(path)
+            docs[path] = store.read_observations(path, shared=True)
     for path in read:
         state.read_month(path)
     seen: set[str] = set()
@@ -364,7 +364,7 @@ def _reflection_months(store: MemoryStore, lines: list[OmLine], nl: str) -> dict
     out: dict[Path, bytes] = {}
     for month, days in sorted(by_month.items()):
         path = archive_path(store, REFLECTIONS_ARCHIVE, month)
-        doc = store.read_observations(path)
+        doc = store.read_observations(path, shared=True)
         there = doc.ids()
         target = MonthFile(doc.lines, newline_of(doc.lines) if doc.lines else nl,
                            f"# Reflections — archive {month}")  # fmt: skip

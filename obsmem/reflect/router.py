@@ -225,7 +225,7 @@ def _all_observations(store: MemoryStore) -> list[Observation]:
     seen: set[str] = set()
     out: list[Observation] = []
     for path in sources:
-        for obs in store.read_observations(path).observations:
+        for obs in store.read_observations(path, shared=True).observations:
             if obs.id not in seen:
                 seen.add(obs.id)
                 out.append(obs)
