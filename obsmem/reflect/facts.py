@@ -192,8 +192,9 @@ class _Shape:
 @lru_cache(maxsize=65536)
 def _shape(text: str) -> _Shape:
     # Cached: one observation is looked up in three indexes, and its text was indexed already.
-    words = _words(text)
-    return _Shape(normalise_text(text), f" {' '.join(words)} ", _grams(words))
+    norm = normalise_text(text)
+    words = _TOKEN.findall(norm)  # _words(text), without normalising twice
+    return _Shape(norm, f" {' '.join(words)} ", _grams(words))
 
 
 def _same(a: _Shape, b: _Shape) -> bool:
