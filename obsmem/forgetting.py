@@ -348,7 +348,7 @@ def _plan(
     cited = {c for f in files for item in f.items if item.id in asked for c in item.cites}
     if cited:
         more = _index_places(store, sorted(cited)) if found.where is not None else None
-        if more is None:
+        if more is None or found.where is None:
             found.where = None  # the index cannot say: every file
         else:
             for entry_id, where in more.items():

@@ -375,7 +375,7 @@ def test_without_the_index_every_file_is_read_and_the_plan_is_the_same(
 def test_a_line_without_a_block_id_is_found_through_the_index(
     observed: tuple[MemoryStore, dict[str, str]],
 ) -> None:
-    store, environ = observed
+    store, _ = observed
     line = "- 🟡 10:00 A line the original tool wrote, pinned without any block id\n"
     month = store.archive_dir / "observations" / "2026-10.md"
     with store.lock():

@@ -359,9 +359,9 @@ def _replace_rows(conn: sqlite3.Connection, files: dict[str, list[tuple[object, 
         moved.setdefault(_posted(old), []).append(rowid)
     fresh: list[tuple[object, ...]] = []
     for row in inserts:
-        bucket = moved.get(_posted(row))
-        if bucket:
-            updates.append((*row, bucket.pop(0)))  # same postings: only the row changes
+        ids = moved.get(_posted(row))
+        if ids:
+            updates.append((*row, ids.pop(0)))  # same postings: only the row changes
         else:
             fresh.append(row)
     gone = [(rowid,) for bucket in moved.values() for rowid in bucket]
@@ -374,7 +374,7 @@ def _replace_rows(conn: sqlite3.Connection, files: dict[str, list[tuple[object, 
     # Matched rows have the same text and section, so their postings stay valid as they are,
     # except those whose context changed: forgotten above with the old one, indexed again below.
     conn.executemany(_UPDATE, updates)
-    added = [(conn.execute(_INSERT, row).lastrowid,) for row in fresh]
+    added = [(int(conn.execute(_INSERT, row).lastrowid or 0),) for row in fresh]
     conn.executemany(
         f"INSERT INTO entries_fts (rowid, {_FTS}) "
         f"SELECT rowid, {_FTS} FROM entries WHERE rowid = ?",

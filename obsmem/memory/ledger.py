@@ -180,8 +180,10 @@ def _parsed(path: Path) -> _Parsed:
     key = str(path)
     data = _read(path)
     tail = _TAILS.get(key)
-    if tail is None or len(data) < tail.offset or _digest(memoryview(data)[: tail.offset]) != (
-        tail.digest
+    if (
+        tail is None
+        or len(data) < tail.offset
+        or _digest(memoryview(data)[: tail.offset]) != tail.digest
     ):
         tail = _Tail(0, _digest(b""), _Parsed())  # new, or not an append: parse it all
     # Whole lines are kept for next time; a last line without its ending (being appended, or

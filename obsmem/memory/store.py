@@ -194,7 +194,9 @@ class MemoryStore:
                 f"cannot read {path}: {exc.strerror}", "check its permissions"
             ) from None
 
-    def read_observations(self, path: Path | None = None, *, shared: bool = False) -> ObservationsDoc:
+    def read_observations(
+        self, path: Path | None = None, *, shared: bool = False
+    ) -> ObservationsDoc:
         """Parse ``observations.md`` (or an archive month given as ``path``).
 
         With ``shared``, the same bytes give the same document within the process

@@ -336,9 +336,7 @@ class FactIndex(Generic[K]):
             # Only texts sharing every bigram of the shorter one (equal or contained) or enough
             # bigrams for the Jaccard threshold can match: skip the rest without comparing.
             if (
-                count >= mine
-                or count >= theirs
-                or count >= threshold * (mine + theirs - count)
+                count >= mine or count >= theirs or count >= threshold * (mine + theirs - count)
             ) and _same(shape, other):
                 found.append(key)
         return sorted(found, key=self._order.__getitem__)

@@ -188,7 +188,7 @@ def test_fact_index_matches_what_comparing_every_pair_finds(
     ]  # fmt: skip
     for query in [*queries, *stored, *wrapped]:
         assert index.matches(query) == [n for n, t in kept.items() if same_fact(query, t)]
-    for n, text in kept.items():
+    for text in kept.values():
         longer = f"{data.draw(texts)} {text} {data.draw(texts)}"
         other = len(stored)
         index.add(other, longer)
