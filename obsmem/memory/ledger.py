@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -169,6 +170,7 @@ class _Tail:
 # and a large memory's ledger takes a noticeable share of a second to parse (reading and
 # hashing it again costs milliseconds).
 _TAILS: dict[str, _Tail] = {}
+_TAILS_LOCK = threading.Lock()
 
 
 def _digest(data: bytes | memoryview) -> bytes:
@@ -176,7 +178,13 @@ def _digest(data: bytes | memoryview) -> bytes:
 
 
 def _parsed(path: Path) -> _Parsed:
-    """The ledger's lines parsed, parsing only what was appended since the last call."""
+    """The ledger's lines parsed, parsing only what was appended since the last call: the
+    caller's to read (a copy of the shared state)."""
+    with _TAILS_LOCK:  # a server's threads share the state
+        return _parsed_locked(path)
+
+
+def _parsed_locked(path: Path) -> _Parsed:
     key = str(path)
     data = _read(path)
     tail = _TAILS.get(key)
@@ -194,9 +202,7 @@ def _parsed(path: Path) -> _Parsed:
         tail.offset = end
         tail.digest = _digest(memoryview(data)[:end])
     _TAILS[key] = tail
-    if end < len(data):
-        return tail.parsed.copy().feed(data[end:])
-    return tail.parsed
+    return tail.parsed.copy().feed(data[end:])
 
 
 def read_ledger(
@@ -208,7 +214,7 @@ def read_ledger(
     lines to remove the turns they came from). The dict is the caller's to change.
     """
     parsed = _parsed(path)
-    provenance = dict(parsed.provenance)
+    provenance = parsed.provenance
     if not include_forgotten:
         for obs_id in parsed.forgotten:
             provenance.pop(obs_id, None)

@@ -29,6 +29,7 @@ and reported as issues. Archive months (``archive/observations/YYYY-MM.md``) use
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -465,6 +466,7 @@ def parse_observations(
 # bytes -> their parse, newest last: the files one process parsed most recently.
 _SHARED: dict[bytes, ObservationsDoc] = {}
 _SHARED_BYTES = 64 * 1024 * 1024  # about ten times a large memory's observations and archive
+_SHARED_LOCK = threading.Lock()
 
 
 def parse_shared(data: bytes) -> ObservationsDoc:
@@ -475,12 +477,15 @@ def parse_shared(data: bytes) -> ObservationsDoc:
     each. The document is shared: callers read it and never change it, its lines or its
     observations (``merged`` and ``with_added`` build new ones).
     """
-    doc = _SHARED.pop(data, None)
+    with _SHARED_LOCK:
+        doc = _SHARED.pop(data, None)
     if doc is None:
         doc = parse_observations(data)
+    with _SHARED_LOCK:  # a server's threads share the memo
+        _SHARED.pop(data, None)
         while _SHARED and len(data) + sum(map(len, _SHARED)) > _SHARED_BYTES:
             del _SHARED[next(iter(_SHARED))]  # the least recently used first
-    _SHARED[data] = doc
+        _SHARED[data] = doc
     return doc
 
 

@@ -259,3 +259,30 @@ def test_reading_as_it_grows_gives_what_one_full_read_gives(
             provenance.pop(obs_id, None)
         assert read_ledger(ledger) == (provenance, bad)
         assert read_ledger(ledger, include_forgotten=True)[0].keys() >= provenance.keys()
+
+
+def test_threads_reading_while_it_grows_see_whole_entries(tmp_path: Path) -> None:
+    import threading
+
+    ledger = tmp_path / "provenance.jsonl"
+    errors: list[BaseException] = []
+    sizes: list[int] = []
+
+    def reader() -> None:
+        try:
+            for _ in range(30):
+                entries, bad = read_ledger(ledger)
+                assert bad == 0 and all(isinstance(p, Provenance) for p in entries.values())
+                sizes.append(len(entries))
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for n in range(200):
+        append_provenance(ledger, [(f"k3v9q2m{n:03d}", PROV)])
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(read_ledger(ledger)[0]) == 200 and max(sizes, default=0) <= 200
