@@ -315,8 +315,8 @@ def _delete_rows(conn: sqlite3.Connection, rel: str) -> None:
 
 
 _FTS = ", ".join(FTS_COLUMNS)
-_ID, _SECTION, _TEXT, _CONTEXT = (
-    ENTRY_COLUMNS.index(name) for name in ("id", "section", "text", "context")
+_ID, _FILE, _SECTION, _TEXT, _CONTEXT = (
+    ENTRY_COLUMNS.index(name) for name in ("id", "file", "section", "text", "context")
 )
 _UPDATE = f"UPDATE entries SET {', '.join(f'{c} = ?' for c in ENTRY_COLUMNS)} WHERE rowid = ?"
 
@@ -336,6 +336,7 @@ def _replace_rows(conn: sqlite3.Connection, files: dict[str, list[tuple[object, 
     updates: list[tuple[object, ...]] = []
     recontext: list[tuple[int]] = []
     left: list[tuple[int, tuple[object, ...]]] = []  # old rows not found again in their file
+    new_files: set[str] = set()  # files without rows so far
     for rel, rows in files.items():
         pool: dict[tuple[object, object, object], list[tuple[int, tuple[object, ...]]]] = {}
         for rowid, *values in conn.execute(
@@ -343,6 +344,8 @@ def _replace_rows(conn: sqlite3.Connection, files: dict[str, list[tuple[object, 
         ):
             old = tuple(values)
             pool.setdefault((old[_ID], old[_SECTION], old[_TEXT]), []).append((int(rowid), old))
+        if not pool:
+            new_files.add(rel)
         for row in rows:
             bucket = pool.get((row[_ID], row[_SECTION], row[_TEXT]))
             if bucket:
@@ -362,6 +365,7 @@ def _replace_rows(conn: sqlite3.Connection, files: dict[str, list[tuple[object, 
         ids = moved.get(_posted(row))
         if ids:
             updates.append((*row, ids.pop(0)))  # same postings: only the row changes
+            new_files.discard(str(row[_FILE]))
         else:
             fresh.append(row)
     gone = [(rowid,) for bucket in moved.values() for rowid in bucket]
@@ -374,7 +378,19 @@ def _replace_rows(conn: sqlite3.Connection, files: dict[str, list[tuple[object, 
     # Matched rows have the same text and section, so their postings stay valid as they are,
     # except those whose context changed: forgotten above with the old one, indexed again below.
     conn.executemany(_UPDATE, updates)
-    added = [(int(conn.execute(_INSERT, row).lastrowid or 0),) for row in fresh]
+    # A file new to the index (a rebuild: every file) gets its rows and postings in bulk.
+    conn.executemany(_INSERT, [row for row in fresh if row[_FILE] in new_files])
+    for rel in sorted(new_files):
+        conn.execute(
+            f"INSERT INTO entries_fts (rowid, {_FTS}) "
+            f"SELECT rowid, {_FTS} FROM entries WHERE file = ?",
+            (rel,),
+        )
+    added = [
+        (int(conn.execute(_INSERT, row).lastrowid or 0),)
+        for row in fresh
+        if row[_FILE] not in new_files
+    ]
     conn.executemany(
         f"INSERT INTO entries_fts (rowid, {_FTS}) "
         f"SELECT rowid, {_FTS} FROM entries WHERE rowid = ?",
