@@ -132,28 +132,79 @@ def normalise_ids(ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _read_files(store: MemoryStore) -> list[_File]:
-    """Every memory file om writes, with the id-carrying lines in it, as ``sync`` indexes them."""
-    out: list[_File] = []
-    for path in store.memory_files():
-        rel = store.relative(path)
-        kind = entry_kind(rel)
-        if kind is None:
-            continue
-        data = store.read_bytes(path)
-        items: list[_Item] = []
-        if kind in _OBSERVATION_KINDS:
-            for obs in parse_observations(data).observations:
-                assert obs.line is not None and obs.line_end is not None
-                items.append(_Item(obs.id, frozenset(), obs.line - 1, obs.line_end, obs.line,
-                                   obs.text))  # fmt: skip
-        else:
-            for entry in parse_sections(data, kind=SECTION_FILES.get(rel, rel)).entries:
-                own = entry.cites[0] if kind == "vault" and len(entry.cites) == 1 else entry.id
-                items.append(_Item(own, frozenset(entry.cites), entry.line - 1, entry.line,
-                                   entry.line, entry.text))  # fmt: skip
-        out.append(_File(path, rel, split_lines(decode(data)[0]), items))
-    return out
+def _parse_file(path: Path, rel: str, kind: str, data: bytes) -> _File:
+    """One memory file with the id-carrying lines in it, as ``sync`` indexes them."""
+    items: list[_Item] = []
+    if kind in _OBSERVATION_KINDS:
+        for obs in parse_observations(data).observations:
+            assert obs.line is not None and obs.line_end is not None
+            items.append(_Item(obs.id, frozenset(), obs.line - 1, obs.line_end, obs.line,
+                               obs.text))  # fmt: skip
+    else:
+        for entry in parse_sections(data, kind=SECTION_FILES.get(rel, rel)).entries:
+            own = entry.cites[0] if kind == "vault" and len(entry.cites) == 1 else entry.id
+            items.append(_Item(own, frozenset(entry.cites), entry.line - 1, entry.line,
+                               entry.line, entry.text))  # fmt: skip
+    return _File(path, rel, split_lines(decode(data)[0]), items)
+
+
+class _Files:
+    """The memory files om writes, parsed only where the ids looked for can be.
+
+    An id is in a file as text (an observation's ``^id``, a citation) or, for a line without a
+    block id, as an id computed from its text, which only the index knows (``where``: id ->
+    files). So a file is parsed when its bytes hold one of the ids, when the index places one
+    there, or when it is a small top-level file (reflections, profile, active: their generated
+    blocks are not indexed). Without the index (``where`` None), every file is parsed, as a
+    large memory's dozens of archive months and vault pages used to be on every ``om forget``.
+    """
+
+    def __init__(self, store: MemoryStore, where: dict[str, set[str]] | None) -> None:
+        self.where = where
+        self.parsed: dict[str, _File] = {}
+        self.raw: list[tuple[Path, str, str, bytes]] = []
+        for path in store.memory_files():
+            rel = store.relative(path)
+            kind = entry_kind(rel)
+            if kind is not None:
+                self.raw.append((path, rel, kind, store.read_bytes(path)))
+
+    def holding(self, ids: set[str]) -> list[_File]:
+        """Every file that can hold one of ``ids`` (every file without the index), file order."""
+        named = set() if self.where is None else {f for i in ids for f in self.where.get(i, ())}
+        needles = [i.encode() for i in ids]
+        out: list[_File] = []
+        for path, rel, kind, data in self.raw:
+            if rel not in self.parsed and not (
+                self.where is None
+                or rel in SECTION_FILES
+                or rel in named
+                or any(n in data for n in needles)
+            ):
+                continue
+            if rel not in self.parsed:
+                self.parsed[rel] = _parse_file(path, rel, kind, data)
+            out.append(self.parsed[rel])
+        return out
+
+
+def _index_places(store: MemoryStore, ids: list[str]) -> dict[str, set[str]] | None:
+    """Which files the (refreshed) index has each of ``ids`` in; None when it cannot say."""
+
+    def work(conn: sqlite3.Connection) -> dict[str, set[str]]:
+        refresh(store, conn)  # what the files hold now: the same parse as below
+        marks = ", ".join("?" for _ in ids)
+        out: dict[str, set[str]] = {}
+        for entry_id, file in conn.execute(
+            f"SELECT id, file FROM entries WHERE id IN ({marks})", ids
+        ):
+            out.setdefault(str(entry_id), set()).add(str(file))
+        return out
+
+    try:
+        return using_index(store.index_path, work)
+    except OmError:
+        return None
 
 
 def _expand(files: list[_File], asked: set[str]) -> set[str]:
@@ -291,7 +342,18 @@ def _plan(
     store: MemoryStore, asked: list[str], report: ForgetReport
 ) -> dict[str, tuple[Path, bytes]]:
     """Fill ``report`` with what goes; return each file to rewrite with its new bytes."""
-    files = _read_files(store)
+    found = _Files(store, _index_places(store, asked))
+    files = found.holding(set(asked))
+    # The observations a line asked for cites are forgotten too: the files that hold them.
+    cited = {c for f in files for item in f.items if item.id in asked for c in item.cites}
+    if cited:
+        more = _index_places(store, sorted(cited)) if found.where is not None else None
+        if more is None or found.where is None:
+            found.where = None  # the index cannot say: every file
+        else:
+            for entry_id, where in more.items():
+                found.where.setdefault(entry_id, set()).update(where)
+        files = found.holding(set(asked) | cited)
     known = {i for f in files for item in f.items for i in (item.id, *item.cites)}
     tombstoned = forgotten_ids(store.ledger_path)
     report.already_forgotten = [i for i in asked if i not in known and i in tombstoned]

@@ -327,3 +327,61 @@ def test_claude_code_auto_memory_is_refused_and_left_alone(
     listed = forget(store, query="walrus cluster", dry_run=True)
     assert listed.ids == [] and [s["id"] for s in listed.skipped] == [hit.id]
     assert notes.read_bytes() == before
+
+
+def _parsed_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    import obsmem.forgetting as module
+
+    parsed: list[str] = []
+    real = module._parse_file
+
+    def spy(path: Path, rel: str, kind: str, data: bytes):  # type: ignore[no-untyped-def]
+        parsed.append(rel)
+        return real(path, rel, kind, data)
+
+    monkeypatch.setattr(module, "_parse_file", spy)
+    return parsed
+
+
+def test_only_the_files_that_can_hold_the_ids_are_parsed(
+    observed: tuple[MemoryStore, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, _ = observed
+    files = {store.relative(p): p.read_bytes() for p in store.memory_files()}
+    holders = {rel for rel, data in files.items() if TARGET.encode() in data}
+    top = {rel for rel in files if "/" not in rel and rel != "observations.md"}
+    assert set(files) - holders - top  # pages without the id exist, and are not read
+    parsed = _parsed_files(monkeypatch)
+    report = forget(store, [REFLECTION])  # the reflection line, then the observation it cites
+    assert set(parsed) == holders | top
+    assert len(parsed) == len(set(parsed))  # each file parsed once
+    assert report.ids == [REFLECTION, TARGET] and holding(store, TEXT) == []
+
+
+def test_without_the_index_every_file_is_read_and_the_plan_is_the_same(
+    observed: tuple[MemoryStore, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import obsmem.forgetting as module
+
+    store, _ = observed
+    with_index = forget(store, [REFLECTION], dry_run=True)
+    parsed = _parsed_files(monkeypatch)
+    monkeypatch.setattr(module, "_index_places", lambda store, ids: None)
+    without = forget(store, [REFLECTION], dry_run=True)
+    assert set(parsed) == {store.relative(p) for p in store.memory_files()}
+    assert without.to_dict() == with_index.to_dict()
+
+
+def test_a_line_without_a_block_id_is_found_through_the_index(
+    observed: tuple[MemoryStore, dict[str, str]],
+) -> None:
+    store, _ = observed
+    line = "- 🟡 10:00 A line the original tool wrote, pinned without any block id\n"
+    month = store.archive_dir / "observations" / "2026-10.md"
+    with store.lock():
+        atomic_write(month, f"# Observations\n\n## 2026-10-02\n\n{line}".encode())
+    entry_id = next(o.id for o in store.read_observations(month).observations)
+    assert entry_id.encode() not in month.read_bytes()  # known only by its text
+    report = forget(store, [entry_id])
+    assert report.files == ["archive/observations/2026-10.md"]
+    assert line.encode() not in month.read_bytes()

@@ -322,14 +322,14 @@ def _parse_rows(
     """The ``entries`` rows of one file (columns in ``ENTRY_COLUMNS`` order) and its issues."""
     # The parsers are imported here, not above: a search over an unchanged memory never parses.
     from obsmem.memory.markdown import blank_generated
-    from obsmem.memory.observations import parse_observations
+    from obsmem.memory.observations import parse_shared
     from obsmem.memory.sections import parse_sections
     from obsmem.memory.store import SECTION_FILES
     from obsmem.sources.claude_memory import indexable_text
 
     rows: list[tuple[object, ...]] = []
     if state.kind in _OBSERVATION_KINDS:
-        doc = parse_observations(data)
+        doc = parse_shared(data)  # often parsed just before (the vault, reflect): read only
         for obs in doc.observations:
             rows.append((
                 obs.id, state.kind, state.rel, obs.line, obs.line_end, obs.date, obs.time,
@@ -371,50 +371,60 @@ def _delete_rows(conn: sqlite3.Connection, rel: str) -> None:
 
 
 _FTS = ", ".join(FTS_COLUMNS)
-_ID, _SECTION, _TEXT, _CONTEXT = (
-    ENTRY_COLUMNS.index(name) for name in ("id", "section", "text", "context")
+_ID, _FILE, _SECTION, _TEXT, _CONTEXT = (
+    ENTRY_COLUMNS.index(name) for name in ("id", "file", "section", "text", "context")
 )
 _UPDATE = f"UPDATE entries SET {', '.join(f'{c} = ?' for c in ENTRY_COLUMNS)} WHERE rowid = ?"
 
 
-def _replace_rows(conn: sqlite3.Connection, rel: str, rows: list[tuple[object, ...]]) -> None:
-    """Make ``rel``'s rows in ``entries`` (and ``entries_fts``) exactly ``rows``.
+def _replace_rows(conn: sqlite3.Connection, files: dict[str, list[tuple[object, ...]]]) -> None:
+    """Make each file's rows in ``entries`` (and ``entries_fts``) exactly its rows in ``files``.
 
     A new observation changes a few lines of a file that may hold thousands, and rewriting every
     row's full-text postings costs far more than parsing. So rows are matched to the ones already
     there by (id, section, text): a match keeps its rowid and its postings (other columns, such as
     a shifted line number, are updated in place), and only the rest is deleted or inserted. A
-    match whose neighbours changed (its ``context``) keeps its rowid but is reindexed.
+    match whose neighbours changed (its ``context``) keeps its rowid but is reindexed. A row left
+    over in one file that reappears in another with the same id, section, text and context (a
+    day moved to the archive) moves there with its postings.
     """
-    existing = conn.execute(
-        f"SELECT rowid, {', '.join(ENTRY_COLUMNS)} FROM entries WHERE file = ?", (rel,)
-    ).fetchall()
-    if not existing:
-        conn.executemany(_INSERT, rows)
-        conn.execute(
-            f"INSERT INTO entries_fts (rowid, {_FTS}) "
-            f"SELECT rowid, {_FTS} FROM entries WHERE file = ?",
-            (rel,),
-        )
-        return
-    pool: dict[tuple[object, object, object], list[tuple[int, tuple[object, ...]]]] = {}
-    for rowid, *values in existing:
-        old = tuple(values)
-        pool.setdefault((old[_ID], old[_SECTION], old[_TEXT]), []).append((int(rowid), old))
     inserts: list[tuple[object, ...]] = []
     updates: list[tuple[object, ...]] = []
     recontext: list[tuple[int]] = []
-    for row in rows:
-        bucket = pool.get((row[_ID], row[_SECTION], row[_TEXT]))
-        if bucket:
-            rowid, old = bucket.pop(0)
-            if old != row:
-                updates.append((*row, rowid))
-            if old[_CONTEXT] != row[_CONTEXT]:
-                recontext.append((rowid,))
+    left: list[tuple[int, tuple[object, ...]]] = []  # old rows not found again in their file
+    new_files: set[str] = set()  # files without rows so far
+    for rel, rows in files.items():
+        pool: dict[tuple[object, object, object], list[tuple[int, tuple[object, ...]]]] = {}
+        for rowid, *values in conn.execute(
+            f"SELECT rowid, {', '.join(ENTRY_COLUMNS)} FROM entries WHERE file = ?", (rel,)
+        ):
+            old = tuple(values)
+            pool.setdefault((old[_ID], old[_SECTION], old[_TEXT]), []).append((int(rowid), old))
+        if not pool:
+            new_files.add(rel)
+        for row in rows:
+            bucket = pool.get((row[_ID], row[_SECTION], row[_TEXT]))
+            if bucket:
+                rowid, old = bucket.pop(0)
+                if old != row:
+                    updates.append((*row, rowid))
+                if old[_CONTEXT] != row[_CONTEXT]:
+                    recontext.append((rowid,))
+            else:
+                inserts.append(row)
+        left += [item for bucket in pool.values() for item in bucket]
+    moved: dict[tuple[object, ...], list[int]] = {}
+    for rowid, old in left:
+        moved.setdefault(_posted(old), []).append(rowid)
+    fresh: list[tuple[object, ...]] = []
+    for row in inserts:
+        ids = moved.get(_posted(row))
+        if ids:
+            updates.append((*row, ids.pop(0)))  # same postings: only the row changes
+            new_files.discard(str(row[_FILE]))
         else:
-            inserts.append(row)
-    gone = [(rowid,) for bucket in pool.values() for rowid, _ in bucket]
+            fresh.append(row)
+    gone = [(rowid,) for bucket in moved.values() for rowid in bucket]
     conn.executemany(
         f"INSERT INTO entries_fts (entries_fts, rowid, {_FTS}) "
         f"SELECT 'delete', rowid, {_FTS} FROM entries WHERE rowid = ?",
@@ -424,18 +434,29 @@ def _replace_rows(conn: sqlite3.Connection, rel: str, rows: list[tuple[object, .
     # Matched rows have the same text and section, so their postings stay valid as they are,
     # except those whose context changed: forgotten above with the old one, indexed again below.
     conn.executemany(_UPDATE, updates)
+    # A file new to the index (a rebuild: every file) gets its rows and postings in bulk.
+    conn.executemany(_INSERT, [row for row in fresh if row[_FILE] in new_files])
+    for rel in sorted(new_files):
+        conn.execute(
+            f"INSERT INTO entries_fts (rowid, {_FTS}) "
+            f"SELECT rowid, {_FTS} FROM entries WHERE file = ?",
+            (rel,),
+        )
+    added = [
+        (int(conn.execute(_INSERT, row).lastrowid or 0),)
+        for row in fresh
+        if row[_FILE] not in new_files
+    ]
     conn.executemany(
         f"INSERT INTO entries_fts (rowid, {_FTS}) "
         f"SELECT rowid, {_FTS} FROM entries WHERE rowid = ?",
-        recontext,
+        recontext + added,
     )
-    for row in inserts:
-        rowid = conn.execute(_INSERT, row).lastrowid
-        conn.execute(
-            f"INSERT INTO entries_fts (rowid, {_FTS}) SELECT rowid, {_FTS} FROM entries "
-            "WHERE rowid = ?",
-            (rowid,),
-        )
+
+
+def _posted(row: tuple[object, ...]) -> tuple[object, ...]:
+    """What a row's full-text postings depend on, and its id."""
+    return (row[_ID], row[_SECTION], row[_TEXT], row[_CONTEXT])
 
 
 def _clear(conn: sqlite3.Connection) -> None:
@@ -467,6 +488,7 @@ def _apply(
     if plan.home_changed:
         _clear(conn)  # paths are relative to the memory directory: another one shares nothing
     ledger: dict[str, Provenance] | None = None
+    parsed: dict[str, list[tuple[object, ...]]] = {}
     now = datetime.now(UTC).isoformat(timespec="seconds")
     for rel in plan.removed:
         _delete_rows(conn, rel)
@@ -497,7 +519,7 @@ def _apply(
         if ledger is None:
             ledger = store.provenance()
         rows, issues = _parse(state, data, ledger)
-        _replace_rows(conn, state.rel, rows)
+        parsed[state.rel] = rows
         conn.execute("DELETE FROM issues WHERE file = ?", (state.rel,))
         conn.executemany(
             "INSERT INTO issues (file, line, message) VALUES (?, ?, ?)",
@@ -511,6 +533,8 @@ def _apply(
         report.files_indexed += 1
         report.entries += len(rows)
         report.issues.extend(FileIssue(state.rel, i.line, i.message) for i in issues)
+    # All files at once, so what moved from one file to another keeps its postings.
+    _replace_rows(conn, parsed)
     if plan.ledger_changed:
         if ledger is None:
             ledger = store.provenance()

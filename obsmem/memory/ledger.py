@@ -24,8 +24,10 @@ from it (a stale editor buffer saved over them) and put them back (``obsmem.memo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -102,32 +104,48 @@ def _record(record: dict[str, object]) -> str:
     return line
 
 
+@dataclass
+class _Parsed:
+    """What the ledger's lines say so far: every id's last provenance, the ids whose last entry
+    is a tombstone (with its time), and the number of lines that could not be read."""
+
+    provenance: dict[str, Provenance] = field(default_factory=dict)
+    forgotten: dict[str, str] = field(default_factory=dict)
+    bad: int = 0
+
+    def copy(self) -> _Parsed:
+        return _Parsed(dict(self.provenance), dict(self.forgotten), self.bad)
+
+    def feed(self, data: bytes) -> _Parsed:
+        """Apply ``data``'s lines in order (the last entry of an id wins); returns ``self``."""
+        provenance, forgotten = self.provenance, self.forgotten
+        for raw in data.split(b"\n"):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+                if raw.startswith(b'{"written"') and isinstance(record.get("written"), list):
+                    continue  # a written note (see append_written)
+                obs_id = str(record["id"])
+                if "forgotten" in record and "provenance" not in record:
+                    forgotten[obs_id] = str(record["forgotten"])
+                    continue
+                if "provenance" not in record and "line" in record and "date" in record:
+                    forgotten.pop(obs_id, None)  # an observation without provenance, again
+                    continue
+                provenance[obs_id] = Provenance.from_dict(dict(record["provenance"]))
+                forgotten.pop(obs_id, None)
+            except (ValueError, KeyError, TypeError, RecursionError):
+                # RecursionError: a garbage line of deeply nested brackets stops json's decoder.
+                self.bad += 1
+        return self
+
+
 def _scan(data: bytes) -> tuple[dict[str, Provenance], dict[str, str], int]:
     """Every id's last provenance, the ids whose last entry is a tombstone (with its time), and
     the number of lines that could not be read."""
-    provenance: dict[str, Provenance] = {}
-    forgotten: dict[str, str] = {}
-    bad = 0
-    for raw in data.split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-            if raw.startswith(b'{"written"') and isinstance(record.get("written"), list):
-                continue  # a written note (see append_written)
-            obs_id = str(record["id"])
-            if "forgotten" in record and "provenance" not in record:
-                forgotten[obs_id] = str(record["forgotten"])
-                continue
-            if "provenance" not in record and "line" in record and "date" in record:
-                forgotten.pop(obs_id, None)  # an observation without provenance, written again
-                continue
-            provenance[obs_id] = Provenance.from_dict(dict(record["provenance"]))
-            forgotten.pop(obs_id, None)
-        except (ValueError, KeyError, TypeError, RecursionError):
-            # RecursionError: a garbage line of deeply nested brackets stops json's decoder.
-            bad += 1
-    return provenance, forgotten, bad
+    parsed = _Parsed().feed(data)
+    return parsed.provenance, parsed.forgotten, parsed.bad
 
 
 def _read(path: Path) -> bytes:
@@ -137,19 +155,70 @@ def _read(path: Path) -> bytes:
         return b""
 
 
+@dataclass
+class _Tail:
+    """How far one process has parsed a ledger: the bytes parsed (whole lines only), their
+    digest (to tell an append from a rewrite) and what they said."""
+
+    offset: int
+    digest: bytes
+    parsed: _Parsed
+
+
+# path -> what was parsed of it. Within one process the ledger is parsed once, then only what
+# was appended since: reflecting, the vault, the startup context and the index each need it,
+# and a large memory's ledger takes a noticeable share of a second to parse (reading and
+# hashing it again costs milliseconds).
+_TAILS: dict[str, _Tail] = {}
+_TAILS_LOCK = threading.Lock()
+
+
+def _digest(data: bytes | memoryview) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _parsed(path: Path) -> _Parsed:
+    """The ledger's lines parsed, parsing only what was appended since the last call: the
+    caller's to read (a copy of the shared state)."""
+    with _TAILS_LOCK:  # a server's threads share the state
+        return _parsed_locked(path)
+
+
+def _parsed_locked(path: Path) -> _Parsed:
+    key = str(path)
+    data = _read(path)
+    tail = _TAILS.get(key)
+    if (
+        tail is None
+        or len(data) < tail.offset
+        or _digest(memoryview(data)[: tail.offset]) != tail.digest
+    ):
+        tail = _Tail(0, _digest(b""), _Parsed())  # new, or not an append: parse it all
+    # Whole lines are kept for next time; a last line without its ending (being appended, or
+    # torn by a crash) is read now as it is and again once it is complete.
+    end = data.rfind(b"\n") + 1
+    if end > tail.offset:
+        tail.parsed.feed(data[tail.offset : end])
+        tail.offset = end
+        tail.digest = _digest(memoryview(data)[:end])
+    _TAILS[key] = tail
+    return tail.parsed.copy().feed(data[end:])
+
+
 def read_ledger(
     path: Path, *, include_forgotten: bool = False
 ) -> tuple[dict[str, Provenance], int]:
     """Every id's provenance, and the number of lines that could not be read.
 
     Forgotten ids are left out unless ``include_forgotten`` (``om forget`` needs their transcript
-    lines to remove the turns they came from).
+    lines to remove the turns they came from). The dict is the caller's to change.
     """
-    provenance, forgotten, bad = _scan(_read(path))
+    parsed = _parsed(path)
+    provenance = parsed.provenance
     if not include_forgotten:
-        for obs_id in forgotten:
+        for obs_id in parsed.forgotten:
             provenance.pop(obs_id, None)
-    return provenance, bad
+    return provenance, parsed.bad
 
 
 # The ledger is append-only: a tombstone always changes its size, so (inode, size, mtime) says

@@ -29,6 +29,7 @@ and reported as issues. Archive months (``archive/observations/YYYY-MM.md``) use
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -36,7 +37,7 @@ from obsmem.memory.lines import parse_observation, render_observation
 from obsmem.memory.markdown import BULLET, body, decode, encode, heading, newline_of, split_lines
 from obsmem.memory.model import Observation, ParseIssue, make_id, normalise_text
 
-__all__ = ["Day", "ObservationsDoc", "parse_observations"]
+__all__ = ["Day", "ObservationsDoc", "parse_observations", "parse_shared"]
 
 _DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})\b")
 _CONTEXT = re.compile(r"^\*\*(?P<key>[^*]+?):?\*\*:?\s*(?P<value>.*)$")
@@ -460,6 +461,32 @@ def parse_observations(
             # would have ended it above), so it runs to the day's end.
             day.context_end = day.end
     return ObservationsDoc(lines=lines, days=days, issues=issues)
+
+
+# bytes -> their parse, newest last: the files one process parsed most recently.
+_SHARED: dict[bytes, ObservationsDoc] = {}
+_SHARED_BYTES = 64 * 1024 * 1024  # about ten times a large memory's observations and archive
+_SHARED_LOCK = threading.Lock()
+
+
+def parse_shared(data: bytes) -> ObservationsDoc:
+    """``parse_observations(data)``, the same document for the same bytes within a process.
+
+    One ``om reflect`` reads observations.md and the archive months in several steps (what is
+    new, what moves to the archive, the vault, the index), and parsing is the larger part of
+    each. The document is shared: callers read it and never change it, its lines or its
+    observations (``merged`` and ``with_added`` build new ones).
+    """
+    with _SHARED_LOCK:
+        doc = _SHARED.pop(data, None)
+    if doc is None:
+        doc = parse_observations(data)
+    with _SHARED_LOCK:  # a server's threads share the memo
+        _SHARED.pop(data, None)
+        while _SHARED and len(data) + sum(map(len, _SHARED)) > _SHARED_BYTES:
+            del _SHARED[next(iter(_SHARED))]  # the least recently used first
+        _SHARED[data] = doc
+    return doc
 
 
 def _indent_of(obs: Observation) -> int:

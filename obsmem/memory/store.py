@@ -34,7 +34,7 @@ from obsmem.memory.model import (
     normalise_text,
     priority_for,
 )
-from obsmem.memory.observations import ObservationsDoc, parse_observations
+from obsmem.memory.observations import ObservationsDoc, parse_observations, parse_shared
 from obsmem.memory.sections import SectionsDoc, parse_sections
 
 __all__ = ["RECENT", "SECTION_FILES", "MemoryStore", "NearDuplicates", "new_observation"]
@@ -194,9 +194,16 @@ class MemoryStore:
                 f"cannot read {path}: {exc.strerror}", "check its permissions"
             ) from None
 
-    def read_observations(self, path: Path | None = None) -> ObservationsDoc:
-        """Parse ``observations.md`` (or an archive month given as ``path``)."""
-        return parse_observations(self.read_bytes(path or self.observations_path))
+    def read_observations(
+        self, path: Path | None = None, *, shared: bool = False
+    ) -> ObservationsDoc:
+        """Parse ``observations.md`` (or an archive month given as ``path``).
+
+        With ``shared``, the same bytes give the same document within the process
+        (``parse_shared``): for callers that only read it.
+        """
+        data = self.read_bytes(path or self.observations_path)
+        return parse_shared(data) if shared else parse_observations(data)
 
     def read_sections(self, name: str) -> SectionsDoc:
         """Parse ``reflections.md``, ``profile.md`` or ``active.md`` (by file name)."""

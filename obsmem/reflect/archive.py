@@ -27,7 +27,7 @@ from pathlib import Path
 from obsmem.memory.atomic import atomic_write
 from obsmem.memory.guard import retry_changed
 from obsmem.memory.markdown import body, encode, heading, newline_of
-from obsmem.memory.observations import Day, ObservationsDoc, parse_observations
+from obsmem.memory.observations import Day, ObservationsDoc, parse_observations, parse_shared
 from obsmem.memory.store import MemoryStore
 from obsmem.settings import Settings
 
@@ -72,7 +72,7 @@ def archived_ids(store: MemoryStore) -> set[str]:
     out: set[str] = set()
     if folder.is_dir():
         for path in sorted(folder.glob("*.md")):
-            out |= store.read_observations(path).ids()
+            out |= store.read_observations(path, shared=True).ids()
     return out
 
 
@@ -141,7 +141,7 @@ class MonthFile:
         self.lines = list(lines)
         self.nl = nl
         self.title = title
-        doc = parse_observations("".join(lines))
+        doc = parse_shared(encode("".join(lines)))  # usually the parse the caller just read
         self._dates = {d.date for d in doc.days}
         self._ids = doc.ids()
 
@@ -150,9 +150,11 @@ class MonthFile:
         """True when the lines differ from what was read."""
         return self.lines != self.original
 
-    def merge(self, date_: str, block: list[str]) -> str:
-        """Merge one day section; returns ``merge_day``'s outcome."""
-        ids = parse_observations("".join(block)).ids()
+    def merge(self, date_: str, block: list[str], ids: set[str] | None = None) -> str:
+        """Merge one day section; returns ``merge_day``'s outcome. ``ids``: its observations'
+        ids, when the caller has them (else the block is parsed for them)."""
+        if ids is None:
+            ids = parse_observations("".join(block)).ids()
         later = not self._dates or (date_ not in self._dates and date_ > max(self._dates))
         if later and not ids & self._ids:
             self.lines = _append(self.lines, block, self.nl, self.title, has_days=bool(self._dates))
@@ -228,7 +230,7 @@ def memory_activity(store: MemoryStore, doc: ObservationsDoc, today: date) -> da
     folder = store.archive_dir / OBSERVATIONS_ARCHIVE
     months = sorted(folder.glob("*.md")) if folder.is_dir() else []
     if months:
-        newest = store.read_observations(months[-1]).days
+        newest = store.read_observations(months[-1], shared=True).days
         days += [d.date for d in newest if d.observations and _valid_day(d.date)]
     if not days:
         return today
@@ -252,7 +254,7 @@ def archive_observations(
     With ``dry_run`` nothing is written; the report says what would move.
     """
     if dry_run:
-        doc = store.read_observations()
+        doc = store.read_observations(shared=True)
         report = _report(store, doc, settings, today)
         _plan(store, doc, report)
         return report
@@ -260,7 +262,7 @@ def archive_observations(
     def move() -> ArchiveReport:
         # Run again from the start when an editor saved a file meanwhile (guard.retry_changed):
         # the months already written then hold those days, which the merge recognises.
-        doc = store.read_observations()
+        doc = store.read_observations(shared=True)
         out = _report(store, doc, settings, today)
         months = _plan(store, doc, out)
         if not out.days:
@@ -298,11 +300,12 @@ def _plan(store: MemoryStore, doc: ObservationsDoc, report: ArchiveReport) -> di
     out: dict[Path, bytes] = {}
     for month in sorted(by_month):
         path = archive_path(store, OBSERVATIONS_ARCHIVE, month)
-        before = store.read_observations(path).lines
+        before = store.read_observations(path, shared=True).lines
         month_nl = newline_of(before) if before else nl
         target = MonthFile(before, month_nl, f"# Observations — archive {month}")
         for d in by_month[month]:
-            if target.merge(d.date, _block(doc.lines, d, month_nl)) == "present":
+            ids = {o.id for o in d.observations}
+            if target.merge(d.date, _block(doc.lines, d, month_nl), ids) == "present":
                 report.recovered.append(d.date)
         if target.changed:
             out[path] = encode("".join(target.lines))

@@ -24,10 +24,11 @@ anything else (task, error, event, untyped)     Recent Themes (identity-like one
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import pairwise
+from itertools import chain, pairwise
 from typing import Generic, TypeVar
 
 from obsmem.memory.model import Observation, normalise_text
@@ -191,8 +192,9 @@ class _Shape:
 @lru_cache(maxsize=65536)
 def _shape(text: str) -> _Shape:
     # Cached: one observation is looked up in three indexes, and its text was indexed already.
-    words = _words(text)
-    return _Shape(normalise_text(text), f" {' '.join(words)} ", _grams(words))
+    norm = normalise_text(text)
+    words = _TOKEN.findall(norm)  # _words(text), without normalising twice
+    return _Shape(norm, f" {' '.join(words)} ", _grams(words))
 
 
 def _same(a: _Shape, b: _Shape) -> bool:
@@ -322,18 +324,19 @@ class FactIndex(Generic[K]):
     def matches(self, text: str) -> list[K]:
         """Keys whose text is the same fact as ``text``, in the order they were added."""
         shape = _shape(text)
-        shared: dict[K, int] = {}
-        for gram in shape.grams:
-            for key in self._postings.get(gram, ()):
-                shared[key] = shared.get(key, 0) + 1
+        postings = self._postings
+        # Counted in C: a common bigram's posting list can hold thousands of keys.
+        shared = Counter(chain.from_iterable([postings[g] for g in shape.grams if g in postings]))
         mine = len(shape.grams)
+        threshold = Deduper.THRESHOLD
         found = []
         for key, count in shared.items():
             other = self._shapes[key]
             theirs = len(other.grams)
             # Only texts sharing every bigram of the shorter one (equal or contained) or enough
             # bigrams for the Jaccard threshold can match: skip the rest without comparing.
-            jaccard_possible = count >= Deduper.THRESHOLD * (mine + theirs - count)
-            if (count >= min(mine, theirs) or jaccard_possible) and _same(shape, other):
+            if (
+                count >= mine or count >= theirs or count >= threshold * (mine + theirs - count)
+            ) and _same(shape, other):
                 found.append(key)
         return sorted(found, key=self._order.__getitem__)

@@ -196,6 +196,7 @@ class ReflectionsDoc:
         # Where each om line is, by id: the reflector looks lines up after every edit, and a
         # scan of the whole file each time made a first run over 10,000 observations quadratic.
         self._where: dict[str, tuple[Container, Container | None, str]] = {}
+        self._emptied: list[Container] = []  # sections ``remove`` took lines from (``prune``)
         for section in self.sections:
             for sub in (None, *section.subs):
                 self._index(section, sub)
@@ -326,6 +327,7 @@ class ReflectionsDoc:
             del self._where[place.line.rid]
         place.container.touched = True
         place.section.touched = True
+        self._emptied.append(place.section)
 
     def append(self, line: OmLine, section: str, sub: str | None = None) -> None:
         """Add ``line`` at the end of ``section`` (or of its ``sub``), creating them if missing."""
@@ -398,12 +400,21 @@ class ReflectionsDoc:
         return created
 
     def prune(self) -> None:
-        """Drop the subsections (and the Dormant section) that om emptied in this edit."""
-        for section in self.sections:
+        """Drop the subsections (and the Dormant section) that om emptied in this edit.
+
+        Only ``remove`` takes lines away, so only the sections it took them from since the last
+        prune can have become empty: the cap prunes after every line it moves.
+        """
+        sections = {id(s): s for s in self._emptied}.values()
+        self._emptied = []
+        for section in sections:
             section.subs = [s for s in section.subs if not (s.touched and s.empty())]
-        self.sections = [
-            s for s in self.sections if not (s.key == name_key(DORMANT) and s.touched and s.empty())
-        ]
+        if any(s.key == name_key(DORMANT) and s.empty() for s in sections):
+            self.sections = [
+                s
+                for s in self.sections
+                if not (s.key == name_key(DORMANT) and s.touched and s.empty())
+            ]
 
     def set_stamps(self, updated: str | None, reflected: str) -> None:
         """Write ``Last updated`` (when given) and ``Last reflected``, in place when present."""

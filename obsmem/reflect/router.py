@@ -25,6 +25,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from obsmem.context.prepare import replace_block
@@ -99,6 +100,7 @@ class RouteReport:
     observations_routed: int = 0
 
 
+@lru_cache(maxsize=4096)
 def slug(name: str) -> str | None:
     """A safe file stem for a project or person name, or None when nothing usable is left.
 
@@ -189,7 +191,7 @@ def plan_pages(
         if project_key is not None:
             targets.append(f"projects/{project_key}")
             pages.setdefault(f"projects/{project_key}", _Page(project_key))
-        for key in find_people(obs.text):
+        for key in find_people(obs.text) if people else ():  # only known people get pages
             if key in people:
                 targets.append(f"people/{key}")
                 pages.setdefault(f"people/{key}", _Page(people[key]))
@@ -225,7 +227,7 @@ def _all_observations(store: MemoryStore) -> list[Observation]:
     seen: set[str] = set()
     out: list[Observation] = []
     for path in sources:
-        for obs in store.read_observations(path).observations:
+        for obs in store.read_observations(path, shared=True).observations:
             if obs.id not in seen:
                 seen.add(obs.id)
                 out.append(obs)

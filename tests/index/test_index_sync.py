@@ -222,6 +222,33 @@ def test_a_new_line_becomes_context_of_its_neighbours_which_keep_their_rows(
     fts_consistent(conn)
 
 
+def test_a_day_moved_to_the_archive_keeps_its_rows_and_postings(
+    store: MemoryStore, conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    populate(store)
+    refresh(store, conn)
+    day = conn.execute(
+        "SELECT rowid, id, text FROM entries WHERE file = 'observations.md' ORDER BY line"
+    ).fetchall()
+    # The day leaves observations.md for its archive month, as ``om reflect`` moves it.
+    write(store, "observations.md", "# Observations\n")
+    write(store, "archive/observations/2026-02.md", OBSERVATIONS)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    report = refresh(store, conn)
+    conn.set_trace_callback(None)
+    assert report.files_indexed == 2
+    moved = conn.execute(
+        "SELECT rowid, id, text, kind FROM entries WHERE file = 'archive/observations/2026-02.md' "
+        "ORDER BY line"
+    ).fetchall()
+    assert [(r, i, t) for r, i, t, _ in moved] == day  # the same rows, now in the archive
+    assert {kind for *_, kind in moved} == {"archive"}
+    assert not [s for s in statements if "entries_fts" in s and "'delete'" in s]
+    assert matches(conn, "Tortoise") == ["Changed mind from SQLAlchemy to Tortoise ORM"]
+    fts_consistent(conn)
+
+
 def test_edited_and_deleted_lines_leave_no_stale_rows(
     store: MemoryStore, conn: sqlite3.Connection
 ) -> None:

@@ -175,3 +175,114 @@ def test_any_mix_of_entries_and_garbage(
             expected[item[0]] = item[1]
             torn = False
     assert read_ledger(ledger) == (expected, bad)
+
+
+def _counting_loads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    import obsmem.memory.ledger as ledger_module
+
+    seen: list[bytes] = []
+    real = json.loads
+
+    def loads(raw: bytes) -> object:
+        seen.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(ledger_module.json, "loads", loads)
+    return seen
+
+
+def test_a_second_read_parses_only_what_was_appended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = tmp_path / "provenance.jsonl"
+    append_provenance(ledger, [(f"a0b1c2d3{n:02d}", PROV) for n in range(30)])
+    assert len(read_ledger(ledger)[0]) == 30
+    parsed = _counting_loads(monkeypatch)
+    append_forgotten(ledger, ["a0b1c2d300"])
+    append_provenance(ledger, [("k3v9q2m7xa", PROV)])
+    entries, bad = read_ledger(ledger)
+    assert (len(entries), bad) == (30, 0)
+    assert "a0b1c2d300" not in entries and "k3v9q2m7xa" in entries
+    assert len(parsed) == 2  # the two new lines, not the thirty before them
+
+
+def test_a_ledger_rewritten_in_place_is_read_again(tmp_path: Path) -> None:
+    ledger = tmp_path / "provenance.jsonl"
+    append_provenance(ledger, [("a0b1c2d3e4", PROV)])
+    assert set(read_ledger(ledger)[0]) == {"a0b1c2d3e4"}
+    data = ledger.read_bytes()
+    with ledger.open("r+b") as handle:  # same inode, same size, other bytes
+        handle.write(data.replace(b"a0b1c2d3e4", b"a0b1c2d3e5"))
+    assert set(read_ledger(ledger)[0]) == {"a0b1c2d3e5"}
+    with ledger.open("r+b") as handle:  # same inode, longer, other bytes before the end
+        handle.write(data.replace(b"a0b1c2d3e4", b"a0b1c2d3e6") + data[:-1] + b"\n")
+    assert set(read_ledger(ledger)[0]) == {"a0b1c2d3e6", "a0b1c2d3e4"}
+    ledger.write_bytes(b"")  # emptied
+    assert read_ledger(ledger) == ({}, 0)
+
+
+def test_the_callers_dict_is_its_own(tmp_path: Path) -> None:
+    ledger = tmp_path / "provenance.jsonl"
+    append_provenance(ledger, [("a0b1c2d3e4", PROV)])
+    read_ledger(ledger)[0].clear()
+    assert set(read_ledger(ledger)[0]) == {"a0b1c2d3e4"}
+
+
+ledger_steps = st.one_of(
+    st.tuples(st.just("add"), ids, provenances),
+    st.tuples(st.just("forget"), ids),
+    st.tuples(st.just("torn"), garbage),
+    st.tuples(st.just("read")),
+)
+
+
+@settings(max_examples=100)
+@given(st.lists(ledger_steps, max_size=25))
+def test_reading_as_it_grows_gives_what_one_full_read_gives(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[object, ...]]
+) -> None:
+    from obsmem.memory.ledger import _scan
+
+    ledger = tmp_path_factory.mktemp("ledger") / "provenance.jsonl"
+    for step in steps:
+        if step[0] == "add":
+            append_provenance(ledger, [(str(step[1]), step[2])])  # type: ignore[list-item]
+        elif step[0] == "forget":
+            append_forgotten(ledger, [str(step[1])])
+        elif step[0] == "torn":
+            with ledger.open("ab") as handle:
+                handle.write(step[1])  # type: ignore[arg-type]
+        else:
+            read_ledger(ledger)
+        provenance, forgotten, bad = _scan(ledger.read_bytes() if ledger.exists() else b"")
+        for obs_id in forgotten:
+            provenance.pop(obs_id, None)
+        assert read_ledger(ledger) == (provenance, bad)
+        assert read_ledger(ledger, include_forgotten=True)[0].keys() >= provenance.keys()
+
+
+def test_threads_reading_while_it_grows_see_whole_entries(tmp_path: Path) -> None:
+    import threading
+
+    ledger = tmp_path / "provenance.jsonl"
+    errors: list[BaseException] = []
+    sizes: list[int] = []
+
+    def reader() -> None:
+        try:
+            for _ in range(30):
+                entries, bad = read_ledger(ledger)
+                assert bad == 0 and all(isinstance(p, Provenance) for p in entries.values())
+                sizes.append(len(entries))
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for n in range(200):
+        append_provenance(ledger, [(f"k3v9q2m{n:03d}", PROV)])
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(read_ledger(ledger)[0]) == 200 and max(sizes, default=0) <= 200

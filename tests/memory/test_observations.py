@@ -756,3 +756,25 @@ def test_one_pass_merge_equals_adding_then_setting_each_context(
     assert added == added_stepwise
     assert "".join(lines).encode("utf-8", "surrogateescape") == stepwise.render()
     assert (lines is doc.lines) == (stepwise.render() == doc.render())
+
+
+def test_a_shared_parse_is_reused_for_the_same_bytes_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import obsmem.memory.observations as module
+
+    data = read("om/observations.md")
+    first = module.parse_shared(data)
+    assert module.parse_shared(bytes(bytearray(data))) is first  # equal bytes, another object
+    fresh = parse_observations(data)
+    assert (first.lines, first.issues) == (fresh.lines, fresh.issues)
+    assert first.observations == fresh.observations
+    other = module.parse_shared(data + b"- one more\n")
+    assert other is not first and len(other.observations) == len(first.observations) + 1
+    # The memo keeps within its budget, dropping the least recently used parse first.
+    monkeypatch.setattr(module, "_SHARED_BYTES", 2 * len(data) + 30)
+    module.parse_shared(data)  # used last: kept
+    module.parse_shared(data + b"\n\n")  # pushes out the one used before
+    assert module.parse_shared(data) is first
+    assert module.parse_shared(data + b"- one more\n") is not other
+    assert sum(map(len, module._SHARED)) <= 2 * len(data) + 30

@@ -161,9 +161,9 @@ def test_unchanged_archive_months_are_not_read_again(
     read: list[str] = []
     real = MemoryStore.read_observations
 
-    def counting(self: MemoryStore, path: Path | None = None):  # type: ignore[no-untyped-def]
+    def counting(self: MemoryStore, path: Path | None = None, **kw):  # type: ignore[no-untyped-def]
         read.append(path.name if path is not None else "observations.md")
-        return real(self, path)
+        return real(self, path, **kw)
 
     monkeypatch.setattr(MemoryStore, "read_observations", counting)
     store.add_observations([obs("User decided: keep the API read-only", "2026-12-01",
