@@ -16,6 +16,23 @@ from obsmem.errors import UsageError
 pass_app = click.make_pass_decorator(App)
 
 
+class KindList(click.ParamType):
+    """``--kind``: one or more of ``quick.KINDS``, joined by commas; a typo is a usage error."""
+
+    name = "kind"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> str:
+        from obsmem.cli.quick import KINDS
+
+        parts = [part.strip() for part in str(value).split(",") if part.strip()]
+        for part in parts:
+            if part not in KINDS:
+                self.fail(f"unknown kind {part!r} (use {', '.join(KINDS)})", param, ctx)
+        return ",".join(parts)
+
+
 def _json(data: object) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
@@ -75,8 +92,12 @@ def doctor(ctx: click.Context, as_json: bool, validate_key: bool, restore: bool)
 @click.option("--project", help="Only observations from this project's sessions.")
 @click.option("--agent", help="Only observations from this agent's sessions (claude, codex, ...).")
 @click.option(
-    "--raw", is_flag=True, help="Search the transcript turns themselves (what was said, where)."
+    "--kind",
+    multiple=True,
+    type=KindList(),
+    help="Only these: observation, reflection, turn (repeat, or join with commas).",
 )
+@click.option("--raw", is_flag=True, help="Only the transcript turns (the same as --kind turn).")
 @pass_app
 def search(
     app: App,
@@ -89,36 +110,31 @@ def search(
     min_importance: float | None,
     project: str | None,
     agent: str | None,
+    kind: tuple[str, ...],
     raw: bool,
 ) -> None:
-    """Search everything om remembers: observations, reflections, profile, active, archive, vault
-    and Claude Code's auto-memory. Filters narrow the search (hybrid or BM25, as without them) to
-    matching entries. With --raw, search the transcript turns capture kept, each shown with its
-    transcript path and lines.
+    """Search everything om remembers: observations, reflections, profile, active, archive, vault,
+    Claude Code's auto-memory, and the transcript turns capture kept (redacted), ranked in one
+    list. --kind narrows it (observation, reflection, turn; repeat it or join with commas);
+    --raw is --kind turn. Filters narrow the search (hybrid or BM25, as without them); --type
+    and --min-importance apply to entries only.
     """
-    text = " ".join(query)
-    if raw:
-        from obsmem.cli.recall import render_turns
-        from obsmem.index.turns import search_turns
-        from obsmem.search.recall import Filters
-
-        filters = Filters(since=since, until=until, type=type_, min_importance=min_importance,
-                          project=project, agent=agent)  # fmt: skip
-        turns = search_turns(app.store, text, filters=filters, limit=limit)
-        if app.settings.raw_turns == "off":
-            click.echo("om: OM_RAW_TURNS=off: new transcript turns are not being kept", err=True)
-        if as_json:
-            _json(turns)
-        else:
-            click.echo(render_turns(turns))
-        return
     # The same as the fast path ``om search`` usually takes (obsmem/cli/quick.py).
     from obsmem.cli.quick import search_output
 
+    chosen = sorted({k for value in kind for k in value.split(",")} | ({"turn"} if raw else set()))
     given = {"since": since, "until": until, "type": type_, "min_importance": min_importance,
              "project": project, "agent": agent}  # fmt: skip
     click.echo(
-        search_output(app.store, app.settings, text, limit=limit, as_json=as_json, filters=given)
+        search_output(
+            app.store,
+            app.settings,
+            " ".join(query),
+            limit=limit,
+            as_json=as_json,
+            filters=given,
+            kinds=chosen or None,
+        )
     )
 
 

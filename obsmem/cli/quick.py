@@ -3,7 +3,7 @@ so importing click (and the rest of the command line) would cost more than the q
 
 ``search_main`` parses the command's options by hand, exactly the ones ``om search`` declares in
 ``commands.py``, and runs the same ``search_output``. Whatever it does not understand for certain
-(``--help``, an unknown option, a missing or bad value, ``--raw``) it hands back to click, so
+(``--help``, an unknown option, a missing or bad value) it hands back to click, so
 usage errors and help read the same whichever way a command line arrives. Errors while searching
 are reported as every command reports them (``entry.failure``): one line, status 2.
 """
@@ -28,6 +28,8 @@ _VALUED = {
     "--min-importance": "min_importance", "--project": "project", "--agent": "agent",
 }  # fmt: skip
 _FLAGS = {"--json": "json", "--raw": "raw"}
+#: What ``--kind`` accepts (``search.mixed.KIND_GROUPS``; repeated, or joined by commas).
+KINDS = ("observation", "reflection", "turn")
 #: The options that narrow a search (``recall.Filters``), in its field order.
 FILTER_OPTIONS = ("since", "until", "type", "min_importance", "project", "agent")
 
@@ -36,6 +38,7 @@ def parse_search(argv: list[str]) -> dict[str, object] | None:
     """``om search``'s arguments as a dict (``query``, ``limit``, ``json``, ``raw`` and the
     filters), or None when click must handle them (help, an unknown option, a bad value)."""
     found: dict[str, object] = {"limit": "10", "json": False, "raw": False}
+    kinds: list[str] = []
     words: list[str] = []
     args = list(argv)
     while args:
@@ -50,15 +53,21 @@ def parse_search(argv: list[str]) -> dict[str, object] | None:
         if name in _FLAGS and not sep and not value:
             found[_FLAGS[name]] = True
             continue
-        if name not in _VALUED or (sep and not name.startswith("--")):
+        if (name not in _VALUED and name != "--kind") or (sep and not name.startswith("--")):
             return None
         if not sep and not value:
             if not args or args[0].startswith("-"):
                 return None
             value = args.pop(0)
+        if name == "--kind":
+            kinds += value.split(",")
+            continue
         found[_VALUED[name]] = value
-    if not words or found["raw"]:
+    if not words or any(kind not in KINDS for kind in kinds):
         return None
+    if found["raw"]:
+        kinds = [*kinds, "turn"]
+    found["kinds"] = sorted(set(kinds)) or None
     try:
         limit = int(str(found["limit"]))
         importance = found.get("min_importance")
@@ -90,6 +99,7 @@ class _LazyStore:
         self._store: MemoryStore | None = None
         self.home = paths.memory_dir()
         self.index_path = paths.index_path()
+        self.turns_path = paths.turns_path()
         if not (self.home.is_dir() and paths.state_dir().is_dir()):
             self._real().ensure()  # as the command line's store: created if missing
 
@@ -112,25 +122,26 @@ def search_output(
     limit: int,
     as_json: bool,
     filters: Mapping[str, object],
+    kinds: list[str] | None = None,
 ) -> str:
-    """What ``om search`` prints for ``text`` (without ``--raw``): the hits as text or JSON.
+    """What ``om search`` prints for ``text``: the hits as text or JSON.
 
-    ``filters`` holds the values of ``FILTER_OPTIONS`` that were given. A cold process loads no
-    model: ``bm25.for_cold_process`` decides the backend and prints why on stderr.
+    What om kept and the transcript turns are searched together (``search.mixed``); ``kinds``
+    narrows them (``--kind``; ``--raw`` is ``turn``). ``filters`` holds the values of
+    ``FILTER_OPTIONS`` that were given. A cold process loads no model:
+    ``bm25.for_cold_process`` decides the backend and prints why on stderr.
     """
     from obsmem.search.bm25 import for_cold_process
+    from obsmem.search.entries import Filters
+    from obsmem.search.mixed import search_everything
 
     settings = for_cold_process(settings)
-    found: list[dict[str, object]]
-    if any(filters.get(name) is not None for name in FILTER_OPTIONS):
-        from obsmem.search.recall import Filters, search_entries
-
-        chosen = Filters(**{name: filters.get(name) for name in FILTER_OPTIONS})  # type: ignore[arg-type]
-        found = search_entries(store, text, filters=chosen, limit=limit, settings=settings)
-    else:
-        from obsmem.search import search
-
-        found = [hit.to_dict() for hit in search(store, text, limit=limit, settings=settings)]
+    if kinds == ["turn"] and settings.raw_turns == "off":
+        print("om: OM_RAW_TURNS=off: new transcript turns are not being kept", file=sys.stderr)
+    chosen = Filters(**{name: filters.get(name) for name in FILTER_OPTIONS})  # type: ignore[arg-type]
+    found = search_everything(
+        store, text, kinds=kinds, filters=chosen, limit=limit, settings=settings
+    )
     if as_json:
         import json
 
@@ -157,8 +168,11 @@ def search_main(argv: list[str]) -> int | None:
         assert isinstance(words, list)
         limit = parsed["limit"]
         assert isinstance(limit, int)
+        kinds = parsed["kinds"]
+        assert kinds is None or isinstance(kinds, list)
         out = search_output(store, settings, " ".join(words), limit=limit,
-                            as_json=bool(parsed["json"]), filters=parsed)  # fmt: skip
+                            as_json=bool(parsed["json"]), filters=parsed,
+                            kinds=kinds)  # fmt: skip
     except KeyboardInterrupt:
         print("om: interrupted", file=sys.stderr)
         return 130

@@ -1,5 +1,4 @@
-"""``om show``, ``om remember`` and ``om mcp``: citations, explicit memories, the MCP server;
-and how ``om search --raw`` shows transcript turns.
+"""``om show``, ``om remember`` and ``om mcp``: citations, explicit memories, the MCP server.
 
 Thin, like every command: parse, call one library function, format. ``om mcp`` imports the MCP
 SDK only when it runs, so the rest of the command line never pays for it.
@@ -52,24 +51,6 @@ def render_entry(entry: dict[str, Any]) -> str:
             lines.append(f"  {item['line']:>{width}} | {item['text']}")
         if excerpt.get("truncated"):
             lines.append("  ... (more lines in the source; excerpt cut)")
-    return "\n".join(lines)
-
-
-def render_turns(found: list[dict[str, Any]]) -> str:
-    """``om search --raw`` hits: rank, score (``render.shown_scores``), when, role, agent and
-    project, the matching part of the turn, and the transcript path and lines it was said at."""
-    from obsmem.cli.render import shown_scores
-
-    if not found:
-        return "no matches"
-    lines: list[str] = []
-    for hit, score in zip(found, shown_scores([float(h["score"]) for h in found]), strict=True):
-        prov = hit["provenance"]
-        when = (hit.get("timestamp") or "")[:16].replace("T", " ") or "-"
-        about = " ".join(str(prov[key]) for key in ("agent", "project") if prov.get(key))
-        lines.append(f"{hit['rank']:>2}. [{score}] {when}  {hit['role']}  {about}")
-        lines.append(f"    {hit['snippet']}")
-        lines.append(f"    {hit['citation']}")
     return "\n".join(lines)
 
 

@@ -64,6 +64,9 @@ def hits(found: list[Hit] | list[dict[str, Any]]) -> str:
     rows = [item if isinstance(item, dict) else item.to_dict() for item in found]
     scores = shown_scores([float(h["score"]) for h in rows])  # type: ignore[arg-type]
     for hit, score in zip(rows, scores, strict=True):
+        if hit.get("kind") == "turn":
+            lines += _turn(hit, score)
+            continue
         when = " ".join(str(x) for x in (hit.get("date"), hit.get("time")) if x) or "-"
         flags = " ".join(str(x) for x in (hit.get("priority"), hit.get("type")) if x)
         lines.append(f"{hit['rank']:>2}. [{score}] {hit['id']}  {when}  {flags}".rstrip())
@@ -73,6 +76,21 @@ def hits(found: list[Hit] | list[dict[str, Any]]) -> str:
             where += f"  ({hit['section']})"
         lines.append(f"    {where}")
     return "\n".join(lines)
+
+
+def _turn(hit: dict[str, Any], score: str) -> list[str]:
+    """A transcript turn among the hits: when, who, where it was said, and the observation
+    made from it if there is one."""
+    prov = hit.get("provenance") or {}
+    when = (hit.get("timestamp") or "")[:16].replace("T", " ") or "-"
+    about = " ".join(str(prov[key]) for key in ("agent", "project") if prov.get(key))
+    lines = [f"{hit['rank']:>2}. [{score}] turn  {when}  {hit['role']}  {about}".rstrip()]
+    lines.append(f"    {_short(str(hit.get('snippet') or hit['text']))}")
+    where = f"    {hit['citation']}"
+    if hit.get("covered_by"):
+        where += f"  (observed as {hit['covered_by']})"
+    lines.append(where)
+    return lines
 
 
 def status(report: StatusReport) -> str:

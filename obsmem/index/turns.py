@@ -27,10 +27,10 @@ import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from obsmem.errors import StateError, UsageError
-from obsmem.index.query import fts_query
+from obsmem.errors import StateError
+from obsmem.index.turns_search import query_turns, search_turns
 from obsmem.memory.atomic import ensure_dir
 from obsmem.sources.model import Turn
 from obsmem.sources.state import (
@@ -41,8 +41,7 @@ from obsmem.sources.state import (
 )
 
 if TYPE_CHECKING:
-    from obsmem.memory.store import MemoryStore
-    from obsmem.search.recall import Filters
+    pass
 
 __all__ = ["TurnStore", "search_turns"]
 
@@ -98,13 +97,6 @@ _INSERT = (
     "INSERT OR IGNORE INTO turns (source_path, line_start, part, line_end, role, timestamp, date, "
     "session, agent, project, text) VALUES (?, ?, ?, ?, ?, ?, date(?, 'localtime'), ?, ?, ?, ?)"
 )
-_COLUMNS = (
-    "role", "timestamp", "date", "text", "source_path", "line_start", "line_end", "session",
-    "agent", "project",
-)  # fmt: skip
-_SELECT = ", ".join(f"e.{name}" for name in _COLUMNS)
-#: Words of context each side of the match in a hit's ``snippet``.
-_SNIPPET_TOKENS = 24
 
 
 class TurnStore:
@@ -209,17 +201,11 @@ class TurnStore:
     ) -> list[sqlite3.Row]:
         """Rows matching an FTS5 ``expression`` and a condition over ``turns AS e``, best first.
 
-        Each row is ``(bm25, snippet, *_COLUMNS)``. Nothing stored (no file) gives no rows.
+        Each row is ``(bm25, snippet, *COLUMNS)``. Nothing stored (no file) gives no rows.
         """
         if self._conn is None and not self.path.exists():
             return []
-        sql = (
-            f"SELECT bm25(turns_fts) AS raw, "
-            f"snippet(turns_fts, 0, '', '', ' … ', {_SNIPPET_TOKENS}), {_SELECT} "
-            "FROM turns_fts JOIN turns AS e ON e.id = turns_fts.rowid "
-            f"WHERE turns_fts MATCH ? AND {where} ORDER BY raw, e.id LIMIT ?"
-        )
-        return list(self.conn.execute(sql, [expression, *params, limit]).fetchall())
+        return query_turns(self.conn, expression, where, params, limit)
 
     def _forgotten_ranges(self, paths: set[str]) -> dict[str, list[tuple[int, int]]]:
         """The forgotten line ranges of these transcripts (none when nothing was ever forgotten)."""
@@ -289,72 +275,3 @@ def _overlaps(ranges: Iterable[tuple[int, int]], start: int, end: int) -> bool:
 
 def _version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
-
-
-def _hit(rank: int, row: Sequence[Any], max_chars: int | None) -> dict[str, Any]:
-    data = dict(zip(_COLUMNS, row[2:], strict=True))
-    text = str(data["text"])
-    truncated = max_chars is not None and len(text) > max_chars
-    path, start, end = data["source_path"], data["line_start"], data["line_end"]
-    return {
-        "rank": rank,
-        "score": 0.0 - float(row[0]),
-        "kind": "turn",
-        "role": data["role"],
-        "timestamp": data["timestamp"],
-        "date": data["date"],
-        "citation": f"{path}:{start}" if start == end else f"{path}:{start}-{end}",
-        "snippet": " ".join(str(row[1]).split()),
-        "text": text[:max_chars] if truncated else text,
-        "truncated": truncated,
-        "provenance": {
-            "source_path": path,
-            "line_start": start,
-            "line_end": end,
-            "session": data["session"],
-            "agent": data["agent"],
-            "project": data["project"],
-        },
-    }
-
-
-def search_turns(
-    store: MemoryStore,
-    query: str,
-    *,
-    filters: Filters | None = None,
-    limit: int = 10,
-    max_chars: int | None = None,
-) -> list[dict[str, Any]]:
-    """BM25 search over the kept transcript turns: hit dicts, best first, each with its
-    transcript path and line range (``citation``, ``provenance``) and a ``snippet``.
-
-    ``filters`` narrow by day (``since``/``until``, the turn's local date), ``project`` and
-    ``agent``; turns carry no type or importance, so those filters are refused. ``max_chars``
-    cuts each hit's ``text`` (``truncated`` says when it did).
-    """
-    from obsmem.search.recall import Filters
-
-    filters = (filters or Filters()).validated()
-    if filters.type is not None or filters.min_importance is not None:
-        raise UsageError(
-            "transcript turns have no type or importance",
-            "drop --type and --min-importance with --raw",
-        )
-    if limit < 1:
-        raise UsageError(f"the result limit must be at least 1, not {limit}")
-    expression = fts_query(query)
-    if expression is None:
-        return []
-    # The turns table names its columns as the index does (date, project, agent), so the same
-    # conditions apply; type and importance were refused above.
-    where, params = filters.sql()
-    with TurnStore(store.turns_path) as turns:
-        try:
-            rows = turns.search(expression, where=where, params=params, limit=limit)
-        except sqlite3.DatabaseError as exc:
-            raise StateError(
-                f"cannot search the transcript turns {store.turns_path}: {exc}",
-                "move the file away if it is damaged (the turns kept so far are then forgotten)",
-            ) from None
-    return [_hit(rank, row, max_chars) for rank, row in enumerate(rows, start=1)]

@@ -24,12 +24,17 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from obsmem.errors import UsageError
-from obsmem.memory.store import MemoryStore
-from obsmem.search.recall import Filters, KeptIndex, search_entries
-from obsmem.settings import Settings
+from obsmem.search.entries import Filters, search_entries
+
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
+if TYPE_CHECKING:
+    from typing import Any
+
+    from obsmem.memory.store import MemoryStore
+    from obsmem.search.recall import KeptIndex
+    from obsmem.settings import Settings
 
 __all__ = ["KIND_GROUPS", "RRF_K", "TURN_WEIGHT", "search_everything"]
 
@@ -112,7 +117,8 @@ def search_everything(
 
     Entry hits are what ``search_entries`` returns; turn hits what ``search_turns`` returns
     (``kind`` ``"turn"``), plus ``covered_by`` (an observation id or None). Each hit's
-    ``score`` is its fused score, normalised so the best hit of the list has 1.0.
+    ``score`` is its fused score (reciprocal rank, higher is better; ``om search`` prints it as
+    a share of the best).
     """
     chosen = _kinds(kinds)
     if limit < 1:
@@ -137,7 +143,7 @@ def search_everything(
         )  # fmt: skip
     turns: list[dict[str, Any]] = []
     if "turn" in chosen and not entry_only:
-        from obsmem.index.turns import search_turns
+        from obsmem.index.turns_search import search_turns
 
         turns = search_turns(store, query, filters=filters, limit=depth, max_chars=max_chars)
     covering = _covering(store, turns)
@@ -153,9 +159,8 @@ def search_everything(
         scored.append((turn_weight / (RRF_K + rank), 1, turn))
     # Ties go to entries (the 0 before the 1), then to the list's own order (stable sort).
     scored.sort(key=lambda item: (-item[0], item[1]))
-    top = scored[0][0] if scored else 1.0
     out: list[dict[str, Any]] = []
     for position, (value, _, hit) in enumerate(scored[:limit], start=1):
-        hit["rank"], hit["score"] = position, round(value / top, 4)
+        hit["rank"], hit["score"] = position, round(value, 6)
         out.append(hit)
     return out

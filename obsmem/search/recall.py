@@ -6,19 +6,18 @@ memory file and line (``citation``: ``observations.md:12``), its date, and, for 
 ledger knows, the provenance back to the transcript (path, line range, session, agent, project).
 These dicts are what ``om show --json`` prints and what the MCP tools return.
 
-``search_entries`` is ``search`` (``bm25.search_rows``: hybrid when a model loads, BM25
-otherwise) with filters, returning these dicts. A long-lived process passes a ``KeptIndex`` so
-that its searches share one connection and, with it, the in-process vector cache.
+``search_entries`` (``entries.py``, re-exported here) is ``search`` (``bm25.search_rows``:
+hybrid when a model loads, BM25 otherwise) with filters, returning these dicts. A long-lived
+process passes a ``KeptIndex`` so that its searches share one connection and, with it, the
+in-process vector cache.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import date as Date
 from datetime import timedelta
 from pathlib import Path
@@ -27,11 +26,12 @@ from typing import Any, TypeVar
 from obsmem.errors import IndexError_, NotFound, UsageError
 from obsmem.index.db import open_index, using_index
 from obsmem.index.sync import refresh as refresh_index
-from obsmem.memory.model import OBSERVATION_TYPES
 from obsmem.memory.store import MemoryStore
-from obsmem.search.bm25 import ENTRY_COLUMNS, search_rows
+from obsmem.search.entries import SELECT as _SELECT
+from obsmem.search.entries import Filters, search_entries
+from obsmem.search.entries import check_date as _check_date
+from obsmem.search.entries import entry_dict as _entry
 from obsmem.search.excerpt import Excerpt, read_excerpt
-from obsmem.settings import Settings
 
 __all__ = [
     "MAX_IDS",
@@ -48,113 +48,7 @@ MAX_IDS = 100
 #: Entries a timeline window is read from before it is cut to ``limit`` around its anchor.
 _WINDOW_ROWS = 5000
 
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
 T = TypeVar("T")
-
-# The order of an entry's keys in the public dict (the columns are read as search reads them).
-_COLUMNS = (
-    "id", "kind", "file", "line", "line_end", "date", "time", "priority", "type", "confidence",
-    "importance", "referenced_date", "section", "text", "source_path", "source_line_start",
-    "source_line_end", "session", "agent", "project",
-)  # fmt: skip
-_SELECT = ", ".join(f"e.{name}" for name in ENTRY_COLUMNS)
-
-
-def _entry(row: Sequence[Any]) -> dict[str, Any]:
-    """An ``entries`` row (``ENTRY_COLUMNS``) as the public dict, with citation and provenance."""
-    read = dict(zip(ENTRY_COLUMNS, row, strict=True))
-    data = {name: read[name] for name in _COLUMNS}
-    source = data.pop("source_path")
-    start, end = data.pop("source_line_start"), data.pop("source_line_end")
-    session, agent, project = data.pop("session"), data.pop("agent"), data.pop("project")
-    data["citation"] = (
-        f"{data['file']}:{data['line']}" if data["line"] is not None else data["file"]
-    )
-    data["provenance"] = (
-        None
-        if source is None
-        else {
-            "source_path": source or None,  # "" marks an entry added explicitly (remember)
-            "line_start": start,
-            "line_end": end,
-            "session": session,
-            "agent": agent,
-            "project": project,
-        }
-    )
-    return data
-
-
-def _check_date(value: str | None, name: str) -> str | None:
-    if value is None or value == "":
-        return None
-    if not _DATE.fullmatch(value):
-        raise UsageError(f"{name} {value!r} is not a date", "give it as YYYY-MM-DD")
-    try:
-        Date.fromisoformat(value)
-    except ValueError:
-        raise UsageError(f"{name} {value!r} is not a real date", "give it as YYYY-MM-DD") from None
-    return value
-
-
-@dataclass(frozen=True)
-class Filters:
-    """Conditions an entry must meet; None means "any". Dates are ``YYYY-MM-DD``, inclusive.
-
-    ``project`` and ``agent`` come from provenance, so they only match observations whose source
-    is known; ``type`` and ``min_importance`` only match entries that carry them.
-    """
-
-    since: str | None = None
-    until: str | None = None
-    type: str | None = None
-    min_importance: float | None = None
-    project: str | None = None
-    agent: str | None = None
-
-    def validated(self) -> Filters:
-        """Self, after checking every value; raises ``UsageError`` naming the bad one."""
-        _check_date(self.since, "since")
-        _check_date(self.until, "until")
-        if self.type is not None and self.type not in OBSERVATION_TYPES:
-            raise UsageError(
-                f"unknown type {self.type!r}", f"use one of {', '.join(OBSERVATION_TYPES)}"
-            )
-        if self.min_importance is not None and not 0.0 <= self.min_importance <= 1.0:
-            raise UsageError("min_importance must be between 0 and 1")
-        for name in ("project", "agent"):
-            value = getattr(self, name)
-            try:
-                (value or "").encode("utf-8")
-            except UnicodeEncodeError:
-                # A command-line argument in bytes that are not UTF-8: no entry can match it,
-                # and SQLite cannot even be asked.
-                raise UsageError(
-                    f"the {name} {value!r} is not valid UTF-8 text", "type the name again"
-                ) from None
-        return self
-
-    def is_empty(self) -> bool:
-        """True when no condition is set."""
-        return all(value in (None, "") for value in self.__dict__.values())
-
-    def sql(self) -> tuple[str, list[object]]:
-        """A ``WHERE``-ready condition over ``entries AS e`` and its parameters (``1`` if empty)."""
-        parts: list[str] = []
-        params: list[object] = []
-        for column, op, value in (
-            ("date", ">=", self.since),
-            ("date", "<=", self.until),
-            ("type", "=", self.type),
-            ("importance", ">=", self.min_importance),
-            ("project", "=", self.project),
-            ("agent", "=", self.agent),
-        ):
-            if value not in (None, ""):
-                parts.append(f"e.{column} {op} ?")
-                params.append(value)
-        return (" AND ".join(parts) or "1"), params
 
 
 def _read(store: MemoryStore, work: Any) -> Any:
@@ -165,40 +59,6 @@ def _read(store: MemoryStore, work: Any) -> Any:
         return work(conn)
 
     return using_index(store.index_path, run)
-
-
-def search_entries(
-    store: MemoryStore,
-    query: str,
-    *,
-    filters: Filters | None = None,
-    limit: int = 10,
-    settings: Settings | None = None,
-    index: KeptIndex | None = None,
-    kinds: Sequence[str] | None = None,
-) -> list[dict[str, Any]]:
-    """``search`` restricted by ``filters``: entry dicts with ``rank`` and ``score``, best first.
-
-    The same search as ``om search`` (hybrid when a model loads, BM25 otherwise; ``settings``
-    are read from the environment when None), with the conditions applied inside the query to
-    the keyword and the vector candidates alike (not to a cut list of hits), so a filter never
-    hides a match that ranked below unrelated entries and never lets in one that fails it.
-    ``index`` runs the search on a connection kept between calls. ``kinds`` keeps only entries
-    of those index kinds (``observation``, ``archive``, ``reflection``, ...).
-    """
-    filters = (filters or Filters()).validated()
-    where = None if filters.is_empty() else filters.sql()
-    if kinds is not None:
-        condition, params = where or ("1", [])
-        marks = ", ".join("?" for _ in kinds)
-        where = (f"({condition}) AND e.kind IN ({marks})", [*params, *kinds])
-    rows = search_rows(store, query, limit=limit, settings=settings, where=where, index=index)
-    out: list[dict[str, Any]] = []
-    for rank, (row, score) in enumerate(rows, start=1):
-        entry = _entry(row[1:-1])
-        entry["rank"], entry["score"] = rank, score
-        out.append(entry)
-    return out
 
 
 class KeptIndex:

@@ -62,6 +62,10 @@ def _fast(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int | No
         ["--json", "--", "--json", "redis"],
         ["-n", "2", "-n", "1", "redis"],
         ["nothing-matches-this-zzq"],
+        ["--raw", "redis"],
+        ["--kind", "turn", "redis"],
+        ["--kind=observation,reflection", "--json", "redis"],
+        ["--kind", "observation", "--kind", "turn", "redis"],
     ],
 )
 def test_both_paths_accept_the_same_arguments_and_print_the_same(
@@ -107,7 +111,8 @@ def test_both_paths_report_a_bad_filter_alike(
         ["--json=yes", "redis"],
         ["--bogus", "redis"],
         ["--lim", "3", "redis"],
-        ["--raw", "redis"],
+        ["--kind", "turns", "redis"],
+        ["--kind"],
         ["--since", "--json", "redis"],
     ],
 )

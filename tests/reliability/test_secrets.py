@@ -317,7 +317,9 @@ def _mcp(store: MemoryStore, queries: list[str], secret_text: str) -> str:
             for query in queries:
                 result = await session.call_tool("search", {"query": query, "limit": 5})
                 out.append(result.model_dump(mode="json"))
-                ids.extend(r["id"] for r in (result.structuredContent or {}).get("results", []))
+                found = (result.structuredContent or {}).get("results", [])
+                # Transcript turns among the hits have no id: their text is in ``out`` already.
+                ids.extend(r["id"] for r in found if r["kind"] != "turn")
             for start in range(0, len(ids), 50):
                 batch = list(dict.fromkeys(ids[start : start + 50]))
                 result = await session.call_tool("get", {"ids": batch, "include_source": True})
@@ -443,14 +445,17 @@ def run_everything(
         for marker in list(placed.markers)[:sample]:
             result = runner.invoke(cli, ["search", marker, "--json"], env=env)
             evidence.add("om search output", result.output)
-            for hit in json.loads(result.output or "[]")[:2] if result.exit_code == 0 else []:
+            found = json.loads(result.output or "[]") if result.exit_code == 0 else []
+            for hit in [h for h in found if h["kind"] != "turn"][:2]:
                 shown = runner.invoke(cli, ["show", hit["id"]], env=env)
                 evidence.add("om show output", shown.output)
         # A session in a folder named after a secret: its source is still shown.
         for _, marker in placed.folders[:sample]:
             result = runner.invoke(cli, ["search", marker, "--json"], env=env)
             evidence.add("om search output", result.output)
-            cited = [h for h in json.loads(result.output) if h.get("provenance")]
+            cited = [
+                h for h in json.loads(result.output) if h.get("provenance") and h["kind"] != "turn"
+            ]
             assert result.exit_code == 0 and cited, result.output
             path, lines = shown_source(runner, env, cited[0]["id"], evidence)
             assert "[REDACTED:" in path and f"{marker} service" in lines, (path, lines)
@@ -587,7 +592,9 @@ def test_a_secret_in_the_working_directory_is_not_sent_or_written(
             env = {"OM_HOME": str(memory.home)}
             result = runner.invoke(cli, ["search", "Caddy proxy", "--json"], env=env)
             evidence.add("om search output", result.output)
-            cited = [h for h in json.loads(result.output) if h.get("provenance")]
+            cited = [
+                h for h in json.loads(result.output) if h.get("provenance") and h["kind"] != "turn"
+            ]
             assert result.exit_code == 0 and cited, result.output
             assert {h["provenance"]["agent"] for h in cited} == set(agents)
             for hit in cited:

@@ -138,11 +138,12 @@ def test_entry_only_filters_leave_turns_out_instead_of_failing(
 def test_ranks_and_scores_are_of_the_fused_list(store: MemoryStore, observed: Path) -> None:
     _delete_by_hand(store, "old kernel")
     remember(store, "The pelican script lives in ops/deploy.sh", type="fact", importance=0.6)
-    hits = search_everything(store, "pelican script", limit=5)
+    hits = search_everything(store, "pelican script", limit=20)
     assert [hit["rank"] for hit in hits] == list(range(1, len(hits) + 1))
     scores = [hit["score"] for hit in hits]
-    assert scores[0] == 1.0
+    assert all(score > 0 for score in scores)
     assert scores == sorted(scores, reverse=True)
+    assert "turn" in {hit["kind"] for hit in hits}
     assert len(search_everything(store, "pelican script", limit=1)) == 1
 
 
