@@ -379,12 +379,14 @@ _OUTER_PATTERN, _SAME_ANCHOR = _anchored(_OUTER)
 _OUTER_SEARCH = _OUTER_PATTERN.search
 
 
-def _words_in(low: str) -> set[str]:
-    """The trigger words that occur in the lowercase text ``low``."""
+def _words_in(low: str, m: re.Match[str] | None = None) -> set[str]:
+    """The trigger words that occur in the lowercase text ``low`` (``m``: the first match of
+    the trigger regex in it, when the caller has it)."""
     found: set[str] = set()
-    m = _OUTER_SEARCH(low)
     if m is None:
-        return found
+        m = _OUTER_SEARCH(low)
+        if m is None:
+            return found
     # Where the regex matched, a word looked for from that character occurs: those few words
     # are then looked up one by one (two may match at one place, "mysqlcmd").
     anchors = set()
@@ -404,6 +406,10 @@ def _words_in(low: str) -> set[str]:
     return found
 
 
+# Without one of these words (or enough colons) no form can be in a text.
+_FORM_WORDS = frozenset(TRIGGERS)
+
+
 def _look(text: str, low: str) -> tuple[set[str], bool] | None:
     """What the passes need to know of ``text`` (``low`` its lowercase copy): the trigger words
     in it, and whether it has a run of 20 token characters; None when no pass can find anything
@@ -412,9 +418,10 @@ def _look(text: str, low: str) -> tuple[set[str], bool] | None:
     run = _has_run(text)
     if run or "\n" in text or text.count(":") >= PGPASS_COLONS:
         return _words_in(low), run
-    if _OUTER_SEARCH(low) is None:
+    m = _OUTER_SEARCH(low)
+    if m is None:
         return None
-    return _words_in(low), run
+    return _words_in(low, m), run
 
 
 def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
@@ -491,7 +498,7 @@ def _redact_once(
     # Where labels were put in, a pass looks for its words again.
     if text is not original:
         text = splice(text, redact_forms(text, ascii_lower(text), counts))
-    elif words or text.count(":") >= PGPASS_COLONS:  # else no form can be there
+    elif not words.isdisjoint(_FORM_WORDS) or text.count(":") >= PGPASS_COLONS:
         text = splice(text, redact_forms(text, low, counts, words))
     if text is not original:
         text = redact_assignments(text, counts)
