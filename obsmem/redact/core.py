@@ -14,8 +14,9 @@ masks (``****``, ``xxxx``, ``...``), stand-in words (``none``, ``null``, ``true`
 (``token=token``); so ``postgres://user:password@db`` in a README stays as it is. Token shapes
 (``sk-...``, ``ghp_...``) are redacted wherever they appear, whatever surrounds them.
 
-Speed and safety: a pass runs only when its trigger occurs (one C-speed ``in`` or the pattern's
-own literal-prefix search), token shapes only when the text has a run of 15 token characters,
+Speed and safety: one look per text finds the trigger words (one regex for all of them) and
+whether it has a line break or a run of 20 token characters; a pass runs only when its trigger
+occurs, and a text with none returns at once. Token shapes run only on such a run or a break,
 every run of characters in a pattern is either bounded or can only start at a run boundary
 (lookbehind), and multi-part constructs (PEM blocks, ``<private>`` spans, URLs, assignments)
 are found with ``str.find``/``bisect`` rather than backtracking: the whole pass is linear in the
