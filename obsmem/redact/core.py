@@ -14,8 +14,9 @@ masks (``****``, ``xxxx``, ``...``), stand-in words (``none``, ``null``, ``true`
 (``token=token``); so ``postgres://user:password@db`` in a README stays as it is. Token shapes
 (``sk-...``, ``ghp_...``) are redacted wherever they appear, whatever surrounds them.
 
-Speed and safety: a pass runs only when its trigger occurs (one C-speed ``in`` or the pattern's
-own literal-prefix search), token shapes only when the text has a run of 15 token characters,
+Speed and safety: one look per text finds the trigger words (one regex for all of them) and
+whether it has a line break or a run of 20 token characters; a pass runs only when its trigger
+occurs, and a text with none returns at once. Token shapes run only on such a run or a break,
 every run of characters in a pattern is either bounded or can only start at a run boundary
 (lookbehind), and multi-part constructs (PEM blocks, ``<private>`` spans, URLs, assignments)
 are found with ``str.find``/``bisect`` rather than backtracking: the whole pass is linear in the
@@ -39,7 +40,14 @@ from obsmem.redact.keys import (
     redact_assignments,
     splice,
 )
-from obsmem.redact.shapes import SHAPE_KINDS, has_digit, mixed, redact_shapes
+from obsmem.redact.shapes import (
+    RUN_NEEDLE,
+    RUN_TABLE,
+    SHAPE_KINDS,
+    has_digit,
+    mixed,
+    redact_shapes,
+)
 
 __all__ = ["KINDS", "redact", "redact_counts", "redact_turns", "safe_cut"]
 
@@ -285,10 +293,6 @@ def _apply_rule(rule: _Rule, text: str, counts: Counter[str], low: str | None = 
     return splice(text, spans)
 
 
-# Every cased token shape is a run of at least 15 of these characters (its prefix included).
-_RUN_CHARS = r"A-Za-z0-9_\-.:/+="
-_RUN = re.compile(rf"(?<![{_RUN_CHARS}])[{_RUN_CHARS}]{{15,}}")
-
 # Bound methods, so the common no-match path is one C call per rule.
 _CASED_SEARCHES = tuple(
     (rule.anchor, rule.pattern.search, rule) for rule in _TOKEN_RULES if not rule.lower
@@ -310,26 +314,20 @@ def _may_hold_blob(text: str) -> bool:
 
 
 # --- What a text must hold for any pass to find anything -----------------------------------
-# Every token shape, gated shape, key body and blob is a run of at least 15 of these characters
-# (the runs of both passes and the gated shapes' own characters); the lines of a wrapped token
-# may each be shorter, hence a line break counts as a possible run too.
-_ANY_RUN_BYTES = frozenset(
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.:/+=~"
-)
-_ANY_RUN_TABLE = bytes(0x61 if i in _ANY_RUN_BYTES else 0x20 for i in range(256))
-_ANY_RUN_NEEDLE = b"a" * 15
+# Every token shape, gated shape, header rule, key body and blob is a run of at least 20 of the
+# characters of the shapes' runs (see obsmem.redact.shapes); the lines of a wrapped token may
+# each be shorter, hence a line break counts as a possible run too. A base64 blob is a longer
+# run still.
 
 
-def _may_hold_token(text: str) -> bool:
-    """Whether ``text`` has a line break or a run of 15 token characters (cheap pre-check)."""
-    if "\n" in text:
-        return True
-    return text.encode("ascii", "replace").translate(_ANY_RUN_TABLE).find(_ANY_RUN_NEEDLE) != -1
+def _has_run(text: str) -> bool:
+    """Whether ``text`` has a run of 20 token characters (cheap pre-check)."""
+    return text.encode("ascii", "replace").translate(RUN_TABLE).find(RUN_NEEDLE) != -1
 
 
 # Every trigger word of the other passes, all lowercase: the private, PEM and data URI spans,
-# the header rules, URL passwords, the command-line and file forms, the key assignments. Each
-# is looked up once per text, and the passes are handed what was found.
+# the header rules, URL passwords, the command-line and file forms, the key assignments. They
+# are found once per text, and the passes are handed what was found.
 _TRIGGERS = sorted(
     {
         "<private",
@@ -354,17 +352,77 @@ for _i, _word in enumerate(_TRIGGERS):
         _INSIDE[_holder] = (*_INSIDE.get(_holder, ()), _word)
 
 
-def _words_in(low: str) -> set[str]:
-    """The trigger words that occur in the lowercase text ``low``."""
-    found = {word for word in _OUTER if word in low}
-    if found:
-        more = [word for held in found if held in _INSIDE for word in _INSIDE[held]]
-        while more:
-            word = more.pop()
-            if word in low and word not in found:
+# Characters from the rarest in prose and code to the most common: each trigger word is looked
+# for from its rarest character, so the regex engine stops at few positions of a text.
+_RARITY = "<*=_zqjxkvbpgfmcu:-/7ywlhdrsnioate "
+
+
+def _anchored(words: list[str]) -> tuple[re.Pattern[str], dict[str, tuple[str, ...]]]:
+    """One regex that matches wherever one of ``words`` occurs, each word matched from its
+    rarest character (``k(?<=tok)en`` for "token"): a position holding none of those characters
+    costs the engine one table lookup. Also the words looked for from each character."""
+    by_anchor: dict[str, list[tuple[str, int]]] = {}
+    for word in words:
+        at = min(range(len(word)), key=lambda i: _RARITY.find(word[i]))
+        by_anchor.setdefault(word[at], []).append((word, at))
+    parts = []
+    for anchor, entries in sorted(by_anchor.items()):
+        branches = [
+            (f"(?<={re.escape(word[: at + 1])})" if at else "") + re.escape(word[at + 1 :])
+            for word, at in entries
+        ]
+        parts.append(re.escape(anchor) + "(?:" + "|".join(branches) + ")")
+    same = {anchor: tuple(word for word, _ in entries) for anchor, entries in by_anchor.items()}
+    return re.compile("|".join(parts)), same
+
+
+_OUTER_PATTERN, _SAME_ANCHOR = _anchored(_OUTER)
+_OUTER_SEARCH = _OUTER_PATTERN.search
+
+
+def _words_in(low: str, m: re.Match[str] | None = None) -> set[str]:
+    """The trigger words that occur in the lowercase text ``low`` (``m``: the first match of
+    the trigger regex in it, when the caller has it)."""
+    found: set[str] = set()
+    if m is None:
+        m = _OUTER_SEARCH(low)
+        if m is None:
+            return found
+    # Where the regex matched, a word looked for from that character occurs: those few words
+    # are then looked up one by one (two may match at one place, "mysqlcmd").
+    anchors = set()
+    while m is not None:
+        anchors.add(low[m.start()])
+        m = _OUTER_SEARCH(low, m.start() + 1)
+    for anchor in anchors:
+        for word in _SAME_ANCHOR[anchor]:
+            if word in low:
                 found.add(word)
-                more.extend(_INSIDE.get(word, ()))
+    more = [word for held in found if held in _INSIDE for word in _INSIDE[held]]
+    while more:
+        word = more.pop()
+        if word in low and word not in found:
+            found.add(word)
+            more.extend(_INSIDE.get(word, ()))
     return found
+
+
+# Without one of these words (or enough colons) no form can be in a text.
+_FORM_WORDS = frozenset(TRIGGERS)
+
+
+def _look(text: str, low: str) -> tuple[set[str], bool] | None:
+    """What the passes need to know of ``text`` (``low`` its lowercase copy): the trigger words
+    in it, and whether it has a run of 20 token characters; None when no pass can find anything
+    there (no line break, no run, too few colons for a ``.pgpass`` line, no trigger word), as
+    in most short turns ("Running the tests.")."""
+    run = _has_run(text)
+    if run or "\n" in text or text.count(":") >= PGPASS_COLONS:
+        return _words_in(low), run
+    m = _OUTER_SEARCH(low)
+    if m is None:
+        return None
+    return _words_in(low, m), run
 
 
 def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
@@ -373,13 +431,24 @@ def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
     Base64 blobs (unless ``blobs`` is False) and data URIs are dropped and counted as ``base64``
     / ``data-uri``. Applying it twice changes nothing more (labels are never taken for secrets).
     """
-    text, counts = _redact_once(text, blobs)
+    low = ascii_lower(text)
+    seen = _look(text, low)
+    if seen is None:
+        return text, Counter()
+    return _redact(text, blobs, low, seen)
+
+
+def _redact(
+    text: str, blobs: bool, low: str, seen: tuple[set[str], bool]
+) -> tuple[str, Counter[str]]:
+    text, counts = _redact_once(text, blobs, low, *seen)
     if counts:
         # A label put in can bring what was on either side of a secret together into a new
         # shape (adversarial repetitions such as ``sk-sk-sk-...``): the passes run again, at most
         # twice, until nothing changes. Only texts that held a secret pay for it.
         for _ in range(_MAX_AGAIN):
-            again, more = _redact_once(text, blobs)
+            low = ascii_lower(text)
+            again, more = _redact_once(text, blobs, low, _words_in(low), _has_run(text))
             if again == text:
                 break
             text = again
@@ -390,58 +459,64 @@ def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
 _MAX_AGAIN = 2
 
 
-def _redact_once(text: str, blobs: bool) -> tuple[str, Counter[str]]:
+def _redact_once(
+    text: str, blobs: bool, low: str, words: set[str], run: bool
+) -> tuple[str, Counter[str]]:
     counts: Counter[str] = Counter()
-    if not text:
-        return text, counts
     original = text
-    low = ascii_lower(text)
-    words = _words_in(low)
-    tokens = _may_hold_token(text)
-    if not words and not tokens and text.count(":") < PGPASS_COLONS:
-        return text, counts  # most short turns ("Running the tests.") end here
     # The passes in order. Whole spans first (private, PEM, data URIs) so no rule sees their
     # insides; specific token shapes before the generic key=value pass, so a labelled value
     # keeps its precise kind. Each pass is skipped unless its trigger occurs; for the token
-    # shapes the pattern's own literal-prefix search is the cheapest trigger test. Triggers are
-    # looked up in the original text: later passes only add labels, which are never secrets.
+    # shapes the pattern's own literal-prefix search is the cheapest trigger test. Trigger words
+    # are looked up once, in the original text: the passes before the forms and keys only put
+    # labels in, and no label holds or makes up a word those look for ("-----begin ", "data:",
+    # "://", the header words). The forms and keys look again where labels were put in.
     if "<private" in words:
         text = _private_spans(text, counts)
-    if "-----BEGIN " in text:
+    if "-----begin " in words and "-----BEGIN " in text:
         text = _private_keys(text, counts)
-    if "data:" in text:
+    if "data:" in words and "data:" in text:
         text = _data_uris(text, counts)
-    if tokens if text is original else _may_hold_token(text):
-        text = splice(text, redact_shapes(text, counts))
-        if _RUN.search(text) is not None:  # no 15-character run: no token can be there
-            present = {char for char in "-_:." if char in text}
+    if text is not original:
+        run = _has_run(text)
+    if run or "\n" in text:
+        spans = redact_shapes(text, counts)
+        if spans:
+            text = splice(text, spans)
+            run = _has_run(text)
+        if run:  # every header rule's match is a run of 20 too
             for anchor, search, rule in _CASED_SEARCHES:
-                if (not anchor or anchor in present) and search(text) is not None:
+                if (not anchor or anchor in text) and search(text) is not None:
                     text = _apply_rule(rule, text, counts)
-    for rule in _CASELESS_RULES:
-        for trigger in rule.triggers:
-            if trigger in words:
-                text = _apply_rule(rule, text, counts, low if text is original else None)
-                break
-    if "://" in text:
-        text = _url_passwords(text, counts)
+    if words:
+        for rule in _CASELESS_RULES:
+            for trigger in rule.triggers:
+                if trigger in words:
+                    text = _apply_rule(rule, text, counts, low if text is original else None)
+                    break
+        if "://" in words:
+            text = _url_passwords(text, counts)
     # Where labels were put in, a pass looks for its words again.
-    if text is original:
-        text = splice(text, redact_forms(text, low, counts, words))
-    else:
+    if text is not original:
         text = splice(text, redact_forms(text, ascii_lower(text), counts))
-    if text is original:
-        text = redact_assignments(text, counts, low, words)
-    else:
+    elif not words.isdisjoint(_FORM_WORDS) or text.count(":") >= PGPASS_COLONS:
+        text = splice(text, redact_forms(text, low, counts, words))
+    if text is not original:
         text = redact_assignments(text, counts)
-    if blobs and len(text) >= _BLOB_MIN and _may_hold_blob(text):
+    elif not words.isdisjoint(KEYWORDS):
+        text = redact_assignments(text, counts, low, words)
+    if blobs and run and len(text) >= _BLOB_MIN and _may_hold_blob(text):
         text = _base64_blobs(text, counts)
     return text, counts
 
 
 def redact(text: str) -> str:
     """``text`` with secrets replaced by ``[REDACTED:<kind>]`` (see :func:`redact_counts`)."""
-    return redact_counts(text)[0]
+    low = ascii_lower(text)
+    seen = _look(text, low)
+    if seen is None:
+        return text  # without making the counts nobody asked for
+    return _redact(text, True, low, seen)[0]
 
 
 #: How far a cut looks around the word it falls in: past the longest token shape, and back far

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["SHAPE_KINDS", "has_digit", "mixed", "redact_shapes"]
+__all__ = ["RUN_NEEDLE", "RUN_TABLE", "SHAPE_KINDS", "has_digit", "mixed", "redact_shapes"]
 
 
 def has_digit(value: str) -> bool:
@@ -272,9 +272,11 @@ _BY_TWO = {k: v + _BY_ONE.get(k[0], ()) for k, v in _index(2).items()}
 # other character a space (one byte per character, so positions carry over): str.find on that
 # is several times faster than any regex over a character class.
 _RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_~.+/=-")
-_RUN_TABLE = bytes(0x61 if i in _RUN_BYTES else 0x20 for i in range(256))
+#: Each byte of an ASCII-encoded text mapped to ``a`` (a token character) or a space.
+RUN_TABLE = bytes(0x61 if i in _RUN_BYTES else 0x20 for i in range(256))
 _RUN_MIN = 20  # no token shape is shorter
-_RUN_NEEDLE = b"a" * _RUN_MIN
+#: What a mapped text holds where it has a run long enough for a token.
+RUN_NEEDLE = b"a" * _RUN_MIN
 _INNER = re.compile(r"[./=+](?=[A-Za-z0-9_])")
 _INNER_LONG = re.compile(r"[.=](?=[A-Za-z0-9])")  # in a long run (a blob): not after + or /
 _LONG_RUN = 4096
@@ -393,9 +395,9 @@ def _judge(shape: _Shape, token: str) -> str | None:
 
 def _runs(text: str) -> list[tuple[int, int]]:
     """The spans of the runs of at least 20 token characters in ``text``."""
-    mask = text.encode("ascii", "replace").translate(_RUN_TABLE)
+    mask = text.encode("ascii", "replace").translate(RUN_TABLE)
     found: list[tuple[int, int]] = []
-    at = mask.find(_RUN_NEEDLE)
+    at = mask.find(RUN_NEEDLE)
     while at != -1:
         end = mask.find(b" ", at)
         if end == -1:
@@ -404,7 +406,7 @@ def _runs(text: str) -> list[tuple[int, int]]:
         if start and text[start - 1] == "\\" and text[start] in "nrt":
             start += 1  # a JSON-escaped line break: the run starts after it
         found.append((start, end))
-        at = mask.find(_RUN_NEEDLE, end)
+        at = mask.find(RUN_NEEDLE, end)
     return found
 
 

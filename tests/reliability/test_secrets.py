@@ -666,7 +666,7 @@ def test_a_huge_plain_text_line_is_not_cut_through_a_secret(tmp_path: Path) -> N
 def test_the_kinds_corpus_in_every_carrier() -> None:
     """The kinds corpus of the unit tests (over 300 kinds of the public rule sets and hand-made
     forms, each in its natural carriers) and its benign texts, as figures for the summary."""
-    from sources.secret_kinds import BENIGN, KINDS, carriers, needles
+    from redact.secret_kinds import BENIGN, KINDS, carriers, needles
 
     tried = leaked = 0
     leaking: set[str] = set()
