@@ -85,7 +85,8 @@ def resolve(ctx: InstallContext) -> str:
     choice = (ctx.scheduler or "auto").lower()
     if choice not in SCHEDULERS:
         raise IntegrationError(
-            f"unknown scheduler {ctx.scheduler!r}", "use auto, cron, launchd, systemd, watch or none"
+            f"unknown scheduler {ctx.scheduler!r}",
+            "use auto, cron, launchd, systemd, watch or none",
         )
     if watching(ctx):
         if current_platform() == "darwin":

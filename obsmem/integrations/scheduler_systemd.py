@@ -134,31 +134,28 @@ def plan_install(ctx: InstallContext, jobs: list[Job]) -> tuple[list[Edit], dict
     edits: list[Edit] = []
     for job in jobs:
         service, timer = folder / f"om-{job.name}.service", folder / f"om-{job.name}.timer"
-        if job.service:
-            start = (
+        # A timer's service only needs systemd to know it; the watcher is started (again, so
+        # that a running one picks up a changed unit).
+        start: tuple[tuple[str, ...], ...] = (
+            (
                 _RELOAD,
                 ("systemctl", "--user", "enable", service.name),
                 ("systemctl", "--user", "restart", service.name),
             )
-            edits.append(
-                Edit(
-                    FileTarget(service),
-                    _read_ours(service),
-                    render_service(ctx, job),
-                    why=f"om's systemd service om-{job.name}",
-                    then=start,
-                )
-            )
-            continue
+            if job.service
+            else (_RELOAD,)
+        )
         edits.append(
             Edit(
                 FileTarget(service),
                 _read_ours(service),
                 render_service(ctx, job),
                 why=f"om's systemd service om-{job.name}",
-                then=(_RELOAD,),
+                then=start,
             )
         )
+        if job.service:
+            continue
         edits.append(
             Edit(
                 FileTarget(timer),

@@ -199,11 +199,7 @@ def run_watch(
         present = _present(roots)
         appeared = [root for root in present if watched is None or root not in watched]
         if present != watched:
-            missing = [str(root.path) for root in roots if root not in present]
-            say(
-                f"watching {', '.join(str(r.path) for r in present) or 'nothing yet'}"
-                + (f"; looking every {tick_ms // 1000}s for {', '.join(missing)}" if missing else "")
-            )
+            say(_watching_line(roots, present, tick_ms // 1000))
             report.roots = [str(root.path) for root in present]
         watched = present
         first = {root.agent for root in appeared}
@@ -216,7 +212,7 @@ def run_watch(
             continue
         changes = watchfiles.watch(
             *(str(root.path) for root in present),
-            watch_filter=lambda _change, path: source_of(path, present) is not None,
+            watch_filter=_filter(present),
             debounce=debounce_ms,
             # One step of quiet ends a batch: a file growing line by line is one batch per step.
             step=debounce_ms,
@@ -244,6 +240,22 @@ def run_watch(
         if idle_after <= 0:
             touched.clear()
     return report
+
+
+def _watching_line(roots: list[Root], present: list[Root], every: int) -> str:
+    """The log line saying which folders are watched, and which are looked for."""
+    line = f"watching {', '.join(str(root.path) for root in present) or 'nothing yet'}"
+    missing = [str(root.path) for root in roots if root not in present]
+    return line + (f"; looking every {every}s for {', '.join(missing)}" if missing else "")
+
+
+def _filter(roots: list[Root]) -> Callable[[Any, str], bool]:
+    """The watchfiles filter: only transcripts and auto-memory files wake the watcher."""
+
+    def wanted(_change: Any, path: str) -> bool:
+        return source_of(path, roots) is not None
+
+    return wanted
 
 
 def _batch(

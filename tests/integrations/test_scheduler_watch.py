@@ -62,7 +62,7 @@ def test_systemd_watch_service_replaces_the_observe_timers(
     assert fields["Type"] == "simple"
     assert fields["Restart"] == "on-failure"
     assert fields["WantedBy"] == "default.target"
-    assert f'exec {fake_om} observe --watch >> ' in fields["ExecStart"]
+    assert f"exec {fake_om} observe --watch >> " in fields["ExecStart"]
     assert fields["ExecStart"].rstrip('"').endswith("watch.log 2>&1")
     assert f'Environment="OM_HOME={os.environ["OM_HOME"]}"' in service
     assert "[Timer]" not in service and "OnCalendar" not in service
@@ -138,7 +138,10 @@ def test_launchd_watch_agent_keeps_the_watcher_alive(
     ctx = install_context(scheduler="watch")
     plan = install(ctx)
     folder = ctx.home / "Library" / "LaunchAgents"
-    assert sorted(p.name for p in folder.iterdir()) == ["dev.om.reflect.plist", "dev.om.watch.plist"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "dev.om.reflect.plist",
+        "dev.om.watch.plist",
+    ]
     agent = plistlib.loads((folder / "dev.om.watch.plist").read_bytes())
     assert agent["KeepAlive"] == {"SuccessfulExit": False} and agent["RunAtLoad"] is True
     assert "StartInterval" not in agent
