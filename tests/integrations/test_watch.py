@@ -279,3 +279,25 @@ def test_changed_files_map_to_their_source(tmp_path: Path) -> None:
     assert source_of(str(tmp_path / "elsewhere.jsonl"), roots) is None
     only_codex = watch_roots(sources=("codex",))
     assert [root.agent for root in only_codex] == ["codex"]
+
+
+def test_the_watcher_reopens_its_log_after_rotating_it(tmp_path: Path) -> None:
+    """A service's stderr is ``>> watch.log``: once rotated, later lines go to a new watch.log."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    script = (
+        "import os, sys\n"
+        "from obsmem.integrations.watch import WatchReport, _batch\n"
+        f"fd = os.open({str(logs / 'watch.log')!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)\n"
+        "os.dup2(fd, 2)\n"
+        "sys.stderr.write('x' * (1024 * 1024) + '\\n'); sys.stderr.flush()\n"
+        "_batch(['claude'], lambda s: None, print, WatchReport(), None)\n"
+        "print('after the rotation', file=sys.stderr, flush=True)\n"
+    )
+    env = {**os.environ, "OM_LOG_DIR": str(logs), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert (logs / "watch.log").read_text() == "after the rotation\n"
+    assert (logs / "watch.log.1").stat().st_size > 1024 * 1024
