@@ -332,11 +332,17 @@ def stop_signals(stop: threading.Event, say: Callable[[str], None]) -> Iterator[
 
     def handle(number: int, _frame: FrameType | None) -> None:
         name = signal.Signals(number).name
-        if stop.is_set():
-            say(f"{name} again: leaving the current batch")
-            raise _Abandon
-        say(f"{name}: stopping after the current batch")
+        again = stop.is_set()
         stop.set()
+        # The signal may land while stderr is being written: a reentrant write is refused.
+        with contextlib.suppress(RuntimeError):
+            say(
+                f"{name} again: leaving the current batch"
+                if again
+                else f"{name}: stopping after the current batch"
+            )
+        if again:
+            raise _Abandon
 
     previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
+from fakes.llm_server import Delay, FakeLLMServer, RecordedRequest, Reply
 
 from obsmem.integrations.watch import CLAUDE_MEMORY, Root, source_of, watch_roots
 
@@ -228,6 +228,40 @@ def test_watcher_observes_a_session_that_appears_and_grows_beside_other_runs(
     text = (Path(os.environ["OM_HOME"]) / "observations.md").read_text(encoding="utf-8")
     written = Counter(TOKEN.findall(text))
     assert written == Counter({token: 1 for token in tokens})
+
+
+def test_a_second_sigterm_abandons_a_batch_safely(
+    tmp_path: Path,
+    fake_llm: FakeLLMServer,
+    watcher: Callable[[dict[str, str]], subprocess.Popen[str]],
+) -> None:
+    """Stopped twice while the observer is still answering: the watcher leaves at once, exits 0,
+    and the next run observes every message once."""
+    fake_llm.default = Delay(600, then=_echo())
+    env = _env(fake_llm)
+    process = watcher(env)
+    _wait_for(lambda: "watching" in _log(tmp_path), "the watcher's first log line")
+    tokens = Session(Path(os.environ["CLAUDE_CONFIG_DIR"])).add(3)
+    _wait_for(lambda: bool(fake_llm.completion_requests()), "a request to the observer")
+    process.send_signal(signal.SIGTERM)
+    _wait_for(lambda: "stopping after the current batch" in _log(tmp_path), "the first stop")
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 0
+    log = _log(tmp_path)
+    assert "Traceback" not in log and "last batch abandoned" in log
+
+    fake_llm.default = _echo()
+    done = subprocess.run(
+        [sys.executable, "-m", "obsmem", "observe", "--flush"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    text = (Path(os.environ["OM_HOME"]) / "observations.md").read_text(encoding="utf-8")
+    assert Counter(TOKEN.findall(text)) == Counter({token: 1 for token in tokens})
 
 
 def test_sigint_while_idle_ends_the_watcher_cleanly(
