@@ -222,24 +222,42 @@ def run_watch(
             raise_interrupt=False,
             ignore_permission_denied=True,
         )
-        for batch in changes:
-            now = time.time()
-            # The first look after the folders are watched takes the appeared sources again:
-            # what was written between the look above and the watch's start sent no event.
-            found = {source_of(path, present) or "" for _, path in batch} | first
-            first = set()
-            for source in found:
-                if source in wanted:
-                    touched[source] = now
-            idle = {s for s, at in touched.items() if idle_after > 0 and now - at >= idle_after}
-            for source in idle:
-                del touched[source]  # observed once more below: its idle sessions are read whole
-            _batch(sorted({s for s in found if s in wanted} | idle), run, say, report, environ)
-            if stop.is_set() or _present(roots) != present:
-                break  # stopped, or a folder appeared or went: watch the new set
-        if idle_after <= 0:
-            touched.clear()
+        try:
+            for batch in changes:
+                # The first look after the folders are watched takes the appeared sources again:
+                # what was written between the look above and the watch's start sent no event.
+                changed = {source_of(path, present) or "" for _, path in batch} | first
+                first = set()
+                due = _due(changed, wanted, touched, idle_after)
+                _batch(due, run, say, report, environ)
+                if stop.is_set() or _present(roots) != present:
+                    break  # stopped, or a folder appeared or went: watch the new set
+        except (OSError, RuntimeError) as exc:
+            # The watch itself failed (a watched folder removed, the inotify limit reached):
+            # say so, wait a tick, and watch whatever exists then.
+            say(f"watching stopped: {type(exc).__name__}: {exc}; trying again")
+            stop.wait(tick_ms / 1000)
+        finally:
+            changes.close()  # the kernel's watches go now, not when the generator is collected
     return report
+
+
+def _due(
+    changed: set[str], wanted: tuple[str, ...], touched: dict[str, float], idle_after: float
+) -> list[str]:
+    """The sources to observe now: those that changed, and those idle for ``idle_after``
+    seconds since their last change (observed once more: the scan reads idle sessions whole).
+    ``touched`` (source: time of its last change) is updated in place."""
+    now = time.time()
+    changed = {source for source in changed if source in wanted}
+    for source in changed:
+        touched[source] = now
+    idle = {s for s, at in touched.items() if idle_after > 0 and now - at >= idle_after}
+    for source in idle:
+        del touched[source]
+    if idle_after <= 0:
+        touched.clear()  # nothing is ever flushed for being idle: keep no times
+    return sorted(changed | idle)
 
 
 def _watching_line(roots: list[Root], present: list[Root], every: int) -> str:

@@ -335,3 +335,16 @@ def test_the_watcher_reopens_its_log_after_rotating_it(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert (logs / "watch.log").read_text() == "after the rotation\n"
     assert (logs / "watch.log.1").stat().st_size > 1024 * 1024
+
+
+def test_sources_are_due_when_changed_or_idle() -> None:
+    from obsmem.integrations.watch import _due
+
+    wanted = ("claude", "codex", CLAUDE_MEMORY)
+    touched = {"codex": time.time() - 400.0, "claude": time.time()}
+    # codex went quiet longer ago than the idle time: observed once more, then forgotten
+    assert _due({"", "hermes"}, wanted, touched, idle_after=300.0) == ["codex"]
+    assert set(touched) == {"claude"}
+    assert _due({"claude-memory"}, wanted, touched, idle_after=300.0) == [CLAUDE_MEMORY]
+    assert _due(set(), wanted, touched, idle_after=300.0) == []
+    assert _due({"claude"}, wanted, touched, idle_after=0) == ["claude"] and touched == {}
