@@ -383,6 +383,13 @@ SPECS: tuple[SettingSpec, ...] = (
         "Minutes a transcript must stay untouched before any run reads it to its end (0: never).",
     ),
     SettingSpec(
+        "OM_WATCH_DEBOUNCE_SECONDS",
+        "watch_debounce_seconds",
+        _float_range(0.1, 600.0),
+        5.0,
+        "`om observe --watch`: seconds changes are gathered before one observe of them.",
+    ),
+    SettingSpec(
         "OM_WORKER_MAX_SECONDS",
         "worker_max_seconds",
         _int_range(10, 86_400),
@@ -467,6 +474,7 @@ class Settings:
     mcp_http_timeout_seconds: float = 10.0
     session_observer_interval_seconds: int = 900
     idle_flush_minutes: float = 5.0
+    watch_debounce_seconds: float = 5.0
     worker_max_seconds: int = 600
     worker_max_memory_mb: int = 4096
     schedule_observe_minutes: int = 15

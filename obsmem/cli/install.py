@@ -135,10 +135,11 @@ def _report(report: InstallReport, as_json: bool) -> None:
 @_agent_options
 @click.option(
     "--scheduler",
-    type=click.Choice(["auto", "cron", "launchd", "systemd", "none"]),
+    type=click.Choice(["auto", "cron", "launchd", "systemd", "watch", "none"]),
     default="auto",
     show_default=True,
-    help="What runs the periodic observe and the daily reflection.",
+    help="What runs the periodic observe and the daily reflection (watch: om observe --watch "
+    "as a user service instead of periodic observe jobs).",
 )
 @click.option(
     "--provider", help="LLM provider to write to the settings file (none: offline rules)."

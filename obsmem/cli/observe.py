@@ -81,6 +81,11 @@ def _emit_turns(items: Iterator[tuple[object, object]], as_json: bool) -> tuple[
 @click.option(
     "--flush", is_flag=True, help="Read everything new, even a last line without newline."
 )
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Keep running: observe the --source agents' sessions as they grow (needs obsmem[watch]).",
+)
 @pass_app
 def observe(
     app: App,
@@ -90,8 +95,29 @@ def observe(
     as_json: bool,
     min_new: int | None,
     flush: bool,
+    watch: bool,
 ) -> None:
     """Read new transcript content and turn it into observations."""
+    if watch:
+        given = [
+            name
+            for name, on in (
+                ("--transcript", transcript is not None),
+                ("--dry-run", dry_run),
+                ("--json", as_json),
+                ("--min-new", min_new is not None),
+                ("--flush", flush),
+            )
+            if on
+        ]
+        if given:
+            raise UsageError(
+                f"--watch cannot be combined with {', '.join(given)}",
+                "run om observe --watch [--source AGENT] alone",
+            )
+        from obsmem.integrations.watch import watch_main
+
+        sys.exit(watch_main(sources=_watched(source)))
     if transcript is not None and source == "claude-memory":
         raise UsageError("--transcript cannot be combined with --source claude-memory")
     if transcript is not None and source not in (*FORMATS, "all"):
@@ -135,6 +161,13 @@ def observe(
             f"threshold; --flush takes everything)",
             err=True,
         )
+
+
+def _watched(source: str) -> tuple[str, ...]:
+    """The sources ``--watch`` follows: one, or every agent and Claude Code's auto-memory."""
+    from obsmem.sources.registry import AGENTS
+
+    return (*AGENTS, "claude-memory") if source == "all" else (source,)
 
 
 @cli.command()

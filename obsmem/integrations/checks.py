@@ -36,6 +36,8 @@ def installed_summary(environ: Mapping[str, str] | None = None) -> list[str]:
         if name == "migration":
             continue
         kind = record.get("kind")
+        if kind and record.get("capture") == "watch":
+            kind = f"{kind}, watcher"  # capture runs through om observe --watch
         lines.append(f"{name} ({kind})" if kind else name)
     return lines
 

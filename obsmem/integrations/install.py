@@ -34,6 +34,7 @@ from obsmem.integrations.edits import (
     undo,
 )
 from obsmem.integrations.purge import PurgePlan, apply_purge, plan_purge
+from obsmem.integrations.scheduler import SCHEDULERS
 from obsmem.llm.cli import subscription_offer
 from obsmem.settings import unknown_settings
 
@@ -50,7 +51,6 @@ __all__ = [
 
 #: Agents om integrates with, in the order they are installed.
 AGENTS = ("claude", "codex", "hermes", "openclaw")
-SCHEDULERS = ("auto", "cron", "launchd", "systemd", "none")
 _MODULES = {
     "claude": "obsmem.integrations.claude",
     "codex": "obsmem.integrations.codex",

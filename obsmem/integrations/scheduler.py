@@ -17,12 +17,18 @@ others, so a job never runs twice. Every backend recognises its entries by a mar
 them, so uninstall finds them even when the record in ``integrations.json`` is gone. The record
 keeps the scheduler used (``kind``), the om the jobs start and the backend's files.
 
+``--scheduler watch`` installs the watcher instead of the periodic observe jobs: ``om observe
+--watch`` as a user service (systemd on Linux, launchd on macOS) that a crash restarts, with the
+daily reflection still on a timer. The record says so (``capture: watch``), and a later
+``om install`` with ``--scheduler auto`` keeps the watcher.
+
 Hermes Agent and OpenClaw have no session hooks: their sessions are read by the ``observe`` job,
 so the orchestrator installs this integration whenever either of them is chosen.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import sys
 from types import ModuleType
@@ -50,7 +56,9 @@ __all__ = [
 ]
 
 NAME = "scheduler"
-SCHEDULERS = ("auto", "cron", "launchd", "systemd", "none")
+SCHEDULERS = ("auto", "cron", "launchd", "systemd", "watch", "none")
+#: The record's ``capture`` value when the watcher, not periodic jobs, observes the sessions.
+WATCH = "watch"
 
 _BACKENDS: dict[str, ModuleType] = {
     "cron": scheduler_cron,
@@ -64,12 +72,31 @@ def current_platform() -> str:
     return sys.platform
 
 
+def watching(ctx: InstallContext) -> bool:
+    """True when this install runs the watcher: ``--scheduler watch``, or ``auto`` over an
+    install that chose it."""
+    choice = (ctx.scheduler or "auto").lower()
+    return choice == WATCH or (choice == "auto" and ctx.record.get("capture") == WATCH)
+
+
 def resolve(ctx: InstallContext) -> str:
-    """The scheduler ``ctx.scheduler`` means here: cron, launchd, systemd or none."""
+    """The scheduler ``ctx.scheduler`` means here: cron, launchd, systemd or none (``watch``:
+    the service manager that runs the watcher, launchd or systemd)."""
     choice = (ctx.scheduler or "auto").lower()
     if choice not in SCHEDULERS:
         raise IntegrationError(
-            f"unknown scheduler {ctx.scheduler!r}", "use auto, cron, launchd, systemd or none"
+            f"unknown scheduler {ctx.scheduler!r}",
+            "use auto, cron, launchd, systemd, watch or none",
+        )
+    if watching(ctx):
+        if current_platform() == "darwin":
+            return "launchd"
+        if scheduler_systemd.available(ctx):
+            return "systemd"
+        raise IntegrationError(
+            "the watcher runs as a systemd user service or a launchd agent, and "
+            "systemctl --user reaches no user manager here",
+            "run om observe --watch under your own supervisor, or use --scheduler cron",
         )
     if choice == "auto":
         if current_platform() == "darwin":
@@ -116,7 +143,12 @@ def _present(ctx: InstallContext) -> list[str]:
     return [name for name, backend in _BACKENDS.items() if backend.present(ctx)]
 
 
-def _describe(ctx: InstallContext, chosen: str) -> str:
+def _describe(ctx: InstallContext, chosen: str, watch: bool = False) -> str:
+    if watch:
+        return (
+            f"{chosen}: om observe --watch as a service (restarted if it fails), om reflect "
+            f"daily at 04:00; logs in {logs_dir(ctx.environ)}"
+        )
     jobs = {job.name: job for job in scheduled_jobs(ctx.environ)}
     minutes = jobs["observe"].every_minutes
     return (
@@ -128,7 +160,14 @@ def _describe(ctx: InstallContext, chosen: str) -> str:
 def plan_install(ctx: InstallContext) -> Plan:
     """om's jobs on the chosen scheduler, and om's jobs removed from any other one."""
     chosen = resolve(ctx)
-    jobs = scheduled_jobs(ctx.environ)
+    watch = watching(ctx)
+    if watch and importlib.util.find_spec("watchfiles") is None:
+        raise IntegrationError(
+            "the watcher needs the watchfiles package, which is not installed",
+            "pip install 'obsmem[watch]' (or: pipx inject obsmem watchfiles), then run "
+            "om install --scheduler watch again",
+        )
+    jobs = scheduled_jobs(ctx.environ, watch=watch)
     edits: list[Edit] = []
     extra: dict[str, Any] = {}
     fallback = ""
@@ -144,7 +183,10 @@ def plan_install(ctx: InstallContext) -> Plan:
             if (ctx.scheduler or "auto").lower() != "auto" or chosen != "cron":
                 raise
             chosen, fallback = "none", exc.message
-    plan = Plan(NAME, record={"kind": chosen, "om": list(ctx.om)})
+    record: dict[str, Any] = {"kind": chosen, "om": list(ctx.om)}
+    if watch:
+        record["capture"] = WATCH
+    plan = Plan(NAME, record=record)
     for name in _present(ctx):
         if name != chosen:
             plan.edits += _BACKENDS[name].plan_uninstall(ctx)
@@ -161,7 +203,7 @@ def plan_install(ctx: InstallContext) -> Plan:
     plan.edits += edits
     assert plan.record is not None
     plan.record.update(extra, jobs=[job.name for job in jobs])
-    plan.notes.append(_describe(ctx, chosen))
+    plan.notes.append(_describe(ctx, chosen, watch))
     return plan
 
 
@@ -178,9 +220,12 @@ def plan_uninstall(ctx: InstallContext) -> Plan:
 def sessions_check(ctx: InstallContext, agent: str, label: str) -> Check:
     """om doctor for an agent without hooks: is a scheduler installed to read its sessions?"""
     try:
-        kind = load_records(ctx.environ).get(NAME, {}).get("kind")
+        record = load_records(ctx.environ).get(NAME, {})
+        kind = record.get("kind")
     except OmError as exc:
         return Check(f"{agent} sessions", "fail", exc.message, exc.hint or "")
+    if kind and kind != "none" and record.get("capture") == WATCH:
+        return Check(f"{agent} sessions", "ok", f"read by the watcher, om observe --watch ({kind})")
     if kind and kind != "none":
         return Check(f"{agent} sessions", "ok", f"read by the scheduled om observe ({kind})")
     return Check(
@@ -218,6 +263,23 @@ def _check_logs(ctx: InstallContext) -> list[Check]:
     return [Check("scheduler logs", "ok", str(folder))]
 
 
+def _watch_check(chosen: str) -> Check:
+    """How capture runs when the watcher was installed, and whether it can run at all."""
+    if importlib.util.find_spec("watchfiles") is None:
+        return Check(
+            "scheduler",
+            "fail",
+            "the watcher is installed but the watchfiles package is not",
+            "pip install 'obsmem[watch]' (or: pipx inject obsmem watchfiles)",
+        )
+    return Check(
+        "scheduler",
+        "ok",
+        f"capture runs through the watcher (om observe --watch, a {chosen} service); "
+        "om reflect runs daily",
+    )
+
+
 def checks(ctx: InstallContext) -> list[Check]:
     """om doctor: the jobs are installed where recorded, loaded, and start an om that exists."""
     record = dict(ctx.record)
@@ -234,6 +296,8 @@ def checks(ctx: InstallContext) -> list[Check]:
     if chosen == "none":
         return [Check("scheduler", "ok", "none chosen: run om observe and om reflect yourself")]
     out: list[Check] = list(_BACKENDS[chosen].checks(ctx, record))
+    if record.get("capture") == WATCH:
+        out.append(_watch_check(chosen))
     om = record.get("om") or list(ctx.om)
     if not om_program_ok(om, ctx.environ):
         out.append(

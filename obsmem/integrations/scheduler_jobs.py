@@ -7,6 +7,10 @@ Three jobs:
 - ``claude-memory``: ``om observe --source claude-memory`` hourly (Claude Code's auto-memory);
 - ``reflect``: ``om reflect`` daily at 04:00 local time.
 
+With ``--scheduler watch`` the two observe jobs give way to one long-running service, ``watch``
+(``om observe --watch``: every agent's transcripts and Claude Code's auto-memory, as they
+change); the daily ``reflect`` job stays.
+
 Each job runs ``/bin/sh -c`` with a ``umask 077`` (new logs are private), creates the logs folder
 if needed and appends its output to ``<logs dir>/<job>.log``; ``om`` rotates that file when a run
 starts (:func:`obsmem.integrations.logs.rotate`).
@@ -33,6 +37,7 @@ from obsmem.settings import load_settings
 
 __all__ = [
     "MANAGED",
+    "WATCH_JOB",
     "Job",
     "cadence",
     "job_environment",
@@ -70,6 +75,8 @@ class Job:
     what: str
     every_minutes: int | None = None
     daily_at: tuple[int, int] | None = None
+    #: A long-running service (the watcher), kept running rather than started on a schedule.
+    service: bool = False
 
 
 def cadence(job: Job) -> tuple[str, int, int]:
@@ -81,8 +88,21 @@ def cadence(job: Job) -> tuple[str, int, int]:
     return ("hourly", 0, 0) if minutes >= 60 else ("every", minutes, 0)
 
 
-def scheduled_jobs(environ: Mapping[str, str]) -> list[Job]:
-    """The jobs to install, with the observe interval from ``OM_SCHEDULE_OBSERVE_MINUTES``."""
+#: The watcher as a service job (``om install --scheduler watch``).
+WATCH_JOB = Job(
+    "watch",
+    ("observe", "--watch"),
+    "observe the agents' sessions as they grow",
+    service=True,
+)
+_REFLECT_JOB = Job("reflect", ("reflect",), "fold observations into reflections", daily_at=(4, 0))
+
+
+def scheduled_jobs(environ: Mapping[str, str], *, watch: bool = False) -> list[Job]:
+    """The jobs to install, with the observe interval from ``OM_SCHEDULE_OBSERVE_MINUTES``;
+    with ``watch``, the watcher service and the daily reflection."""
+    if watch:
+        return [WATCH_JOB, _REFLECT_JOB]
     minutes = load_settings(environ).schedule_observe_minutes
     return [
         Job(
@@ -97,7 +117,7 @@ def scheduled_jobs(environ: Mapping[str, str]) -> list[Job]:
             "scan Claude Code's auto-memory files",
             every_minutes=60,
         ),
-        Job("reflect", ("reflect",), "fold observations into reflections", daily_at=(4, 0)),
+        _REFLECT_JOB,
     ]
 
 
@@ -116,13 +136,15 @@ def job_environment(environ: Mapping[str, str]) -> dict[str, str]:
 def shell_command(ctx: InstallContext, job: Job, env: Mapping[str, str] | None = None) -> str:
     """The ``sh`` command line a job runs: private umask, logs folder, output appended to its log.
 
-    ``env`` is prefixed as ``NAME=value`` assignments (cron has no other way to pass it).
+    ``env`` is prefixed as ``NAME=value`` assignments (cron has no other way to pass it). A
+    service ``exec``s om, so the stop signal of systemd or launchd reaches om itself.
     """
     log = job_log(job.name, ctx.environ)
     assignments = "".join(f"{name}={shlex.quote(value)} " for name, value in (env or {}).items())
+    start = "exec " if job.service and not assignments else ""
     return (
         f"umask 077; mkdir -p {shlex.quote(str(log.parent))} && "
-        f"{assignments}{ctx.command(*job.args)} >> {shlex.quote(str(log))} 2>&1"
+        f"{start}{assignments}{ctx.command(*job.args)} >> {shlex.quote(str(log))} 2>&1"
     )
 
 

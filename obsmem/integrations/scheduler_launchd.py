@@ -6,6 +6,10 @@
 plist is written, ``launchctl bootout`` then ``bootstrap`` (re)load it into the user's GUI
 domain; uninstall boots it out and deletes the file. Each plist carries an XML comment saying om
 manages it: a file of the same name without it is someone else's and is never overwritten.
+
+The watcher (``om install --scheduler watch``) is ``dev.om.watch.plist``: started at login
+(``RunAtLoad``) and restarted whenever it exits with an error (``KeepAlive`` with
+``SuccessfulExit`` false: a clean stop stays stopped).
 """
 
 from __future__ import annotations
@@ -55,7 +59,10 @@ def render(ctx: InstallContext, job: Job) -> str:
         # Background: launchd may throttle the job's CPU and I/O in favour of what the user does.
         "ProcessType": "Background",
     }
-    if job.daily_at is not None:
+    if job.service:
+        data["RunAtLoad"] = True
+        data["KeepAlive"] = {"SuccessfulExit": False}
+    elif job.daily_at is not None:
         data["StartCalendarInterval"] = {"Hour": job.daily_at[0], "Minute": job.daily_at[1]}
     else:
         data["StartInterval"] = (job.every_minutes or 60) * 60

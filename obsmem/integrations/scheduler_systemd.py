@@ -6,6 +6,11 @@ written, ``systemctl --user daemon-reload`` and ``enable --now om-<job>.timer``.
 next start. Uninstall disables each timer while its unit file still exists (so the
 ``timers.target.wants`` link goes too), then deletes both files and reloads.
 
+The watcher (``om install --scheduler watch``) is a service without a timer, ``om-watch.service``:
+``Type=simple``, ``Restart=on-failure``, wanted by ``default.target`` and started with
+``enable`` + ``restart`` (a running watcher picks up a changed unit); uninstall disables and stops
+it before deleting the file.
+
 Unit files start with a comment saying om manages them: a file of the same name without it is
 someone else's and is never overwritten.
 """
@@ -68,6 +73,15 @@ def render_service(ctx: InstallContext, job: Job) -> str:
         for name, value in job_environment(ctx.environ).items()
     )
     command = _quote(shell_command(ctx, job), command=True)
+    if job.service:
+        return (
+            f"{_HEADER}[Unit]\nDescription=om: {job.what}\n\n"
+            f"[Service]\nType=simple\n{env}ExecStart=/bin/sh -c {command}\n"
+            # A crash restarts it; a clean stop (om uninstall, systemctl stop) does not.
+            "Restart=on-failure\nRestartSec=10\n"
+            "Nice=10\nIOSchedulingClass=idle\n\n"
+            "[Install]\nWantedBy=default.target\n"
+        )
     return (
         f"{_HEADER}[Unit]\nDescription=om: {job.what}\n\n"
         f"[Service]\nType=oneshot\n{env}ExecStart=/bin/sh -c {command}\n"
@@ -120,15 +134,28 @@ def plan_install(ctx: InstallContext, jobs: list[Job]) -> tuple[list[Edit], dict
     edits: list[Edit] = []
     for job in jobs:
         service, timer = folder / f"om-{job.name}.service", folder / f"om-{job.name}.timer"
+        # A timer's service only needs systemd to know it; the watcher is started (again, so
+        # that a running one picks up a changed unit).
+        start: tuple[tuple[str, ...], ...] = (
+            (
+                _RELOAD,
+                ("systemctl", "--user", "enable", service.name),
+                ("systemctl", "--user", "restart", service.name),
+            )
+            if job.service
+            else (_RELOAD,)
+        )
         edits.append(
             Edit(
                 FileTarget(service),
                 _read_ours(service),
                 render_service(ctx, job),
                 why=f"om's systemd service om-{job.name}",
-                then=(_RELOAD,),
+                then=start,
             )
         )
+        if job.service:
+            continue
         edits.append(
             Edit(
                 FileTarget(timer),
@@ -142,7 +169,11 @@ def plan_install(ctx: InstallContext, jobs: list[Job]) -> tuple[list[Edit], dict
     for name in _managed_jobs(ctx):
         if name not in wanted:
             edits += _removal(ctx, name)
-    return edits, {"units": sorted(f"om-{job.name}" for job in jobs)}
+    extra = {"units": sorted(f"om-{job.name}" for job in jobs if not job.service)}
+    services = sorted(f"om-{job.name}" for job in jobs if job.service)
+    if services:
+        extra["services"] = services
+    return edits, extra
 
 
 def _removal(ctx: InstallContext, name: str) -> list[Edit]:
@@ -150,6 +181,18 @@ def _removal(ctx: InstallContext, name: str) -> list[Edit]:
     service, timer = folder / f"om-{name}.service", folder / f"om-{name}.timer"
     disable = ("systemctl", "--user", "disable", "--now", timer.name)
     service_text, timer_text = FileTarget(service).read(), FileTarget(timer).read()
+    if timer_text is None and not timer.exists():
+        # A service without a timer (the watcher): stop it, then delete its file.
+        stop = ("systemctl", "--user", "disable", "--now", service.name)
+        return [
+            Edit(
+                FileTarget(service),
+                service_text,
+                None,
+                why=f"remove om-{name}.service",
+                then=(stop, _RELOAD),
+            )
+        ]
     # The service goes first and disables the timer while the timer's file still exists;
     # when there is no service file left, the timer's own edit disables it.
     first = Edit(
@@ -194,4 +237,28 @@ def checks(ctx: InstallContext, record: dict[str, Any]) -> list[Check]:
             )
         else:
             out.append(Check(f"scheduler (systemd) {unit}", "ok", f"{timer.name} is active"))
+    for unit in record.get("services", []):
+        out.append(_service_check(ctx, folder / f"{unit}.service"))
     return out
+
+
+def _service_check(ctx: InstallContext, path: Path) -> Check:
+    """Is a long-running service (the watcher) there and running?"""
+    unit = path.stem
+    if not path.is_file():
+        return Check(
+            f"scheduler (systemd) {unit}",
+            "fail",
+            f"{path.name} is missing from {path.parent}",
+            "run: om install --scheduler watch",
+        )
+    done = run_tool(("systemctl", "--user", "is-active", path.name), ctx.environ)
+    state = done.stdout.strip() if done is not None else "unknown"
+    if state != "active":
+        return Check(
+            f"scheduler (systemd) {unit}",
+            "warn",
+            f"{path.name} is {state or 'not running'}",
+            f"run: systemctl --user restart {path.name}; its log: journalctl --user -u {unit}",
+        )
+    return Check(f"scheduler (systemd) {unit}", "ok", f"{path.name} is running")
