@@ -16,6 +16,7 @@ import pytest
 from obsmem.demo import prepare
 from obsmem.doctor import run_checks
 from obsmem.index.db import open_index
+from obsmem.index.query import fts_query
 from obsmem.memory.model import Observation, Provenance
 from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.search import hybrid, search
@@ -356,3 +357,68 @@ def test_search_entries_without_filters_is_search(
         assert [(e["id"], e["file"], e["line"], e["rank"], e["score"]) for e in entries] == [
             (h.id, h.file, h.line, h.rank, h.score) for h in hits
         ]
+
+
+# -- pseudo-relevance feedback: a second BM25 pass fed by the fused list -----------------------
+
+
+def test_feedback_terms_weigh_words_by_result_score_and_share() -> None:
+    terms = hybrid.feedback_terms(
+        [
+            "Caroline: Biscuit the dog loves the beach",  # the speaker's label is not counted
+            "Biscuit dug a hole",
+            "and the of the",  # stopwords only: no word
+        ],
+        [3.0, 1.0, 5.0],
+        exclude={"dog"},
+        count=3,
+    )
+    # "biscuit" is in both texts; "loves" and "beach" share the first text's weight.
+    assert terms == ["biscuit", "loves", "beach"]
+    assert hybrid.feedback_terms(["the and"], [1.0], set(), 5) == []
+
+
+def _feedback_memory(store: MemoryStore) -> dict[str, int]:
+    """A dog entry found by meaning, another that shares its words only, and unrelated days."""
+    store.ensure()
+    notes = [(f"2026-02-{d:02d}", f"Renewed the parking permit for zone {d}") for d in range(1, 13)]
+    notes += [
+        ("2026-03-01", "Biscuit the dog loves running on the sand"),
+        ("2026-03-05", "Biscuit came home covered in sand again"),
+    ]
+    store.add_observations([new_observation(text, date=day) for day, text in notes])
+    search(store, "permit", settings=load_settings({"OM_SEARCH_BACKEND": "bm25"}))  # index it
+    conn = open_index(store.index_path)
+    try:
+        return {str(t): int(r) for r, t in conn.execute("SELECT rowid, text FROM entries")}
+    finally:
+        conn.close()
+
+
+def test_the_feedback_pass_finds_what_the_fused_best_share_words_with(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rowids = _feedback_memory(store)
+    dog = rowids["Biscuit the dog loves running on the sand"]
+    permits = [r for t, r in rowids.items() if "permit" in t]
+    # The embedding ranking (stubbed: no model) puts the dog entry first, two permits next, and
+    # misses the second Biscuit entry; the query shares no word with either Biscuit entry.
+    ranking = [(dog, 0.9), *((rowid, 0.1) for rowid in permits[:2])]
+    monkeypatch.setattr(hybrid, "_semantic", lambda *args, **kwargs: ranking)
+    query = "which puppy likes the seaside"
+
+    def texts(weight: str) -> list[str]:
+        env = {"OM_SEARCH_BACKEND": "hybrid", "OM_SEARCH_FEEDBACK_WEIGHT": weight}
+        conn = open_index(store.index_path)
+        try:
+            expression = fts_query(query)
+            assert expression is not None
+            rows = hybrid.hybrid_rows(conn, query, expression, 5, object(), load_settings(env))  # type: ignore[arg-type]
+        finally:
+            conn.close()
+        return [str(row[11]) for row, _ in rows]
+
+    assert "Biscuit came home covered in sand again" not in texts("0")
+    found = texts("0.5")
+    assert found[0] == "Biscuit the dog loves running on the sand"
+    assert "Biscuit came home covered in sand again" in found
