@@ -283,13 +283,6 @@ SPECS: tuple[SettingSpec, ...] = (
         "A query naming a speaker: BM25 score x (1 + this) for entries that speaker said; 0: off.",
     ),
     SettingSpec(
-        "OM_SEARCH_FEEDBACK_WEIGHT",
-        "search_feedback_weight",
-        _float_range(0.0, 100.0),
-        0.0,
-        "Hybrid search: weight of a second BM25 pass fed by the fused list's best; 0: off.",
-    ),
-    SettingSpec(
         "OM_LOCK_TIMEOUT_SECONDS",
         "lock_timeout_seconds",
         _float_range(0.1, 3600.0),
@@ -467,7 +460,6 @@ class Settings:
     search_context_weight: float = 0.3
     search_date_boost: float = 1.0
     search_speaker_boost: float = 1.0
-    search_feedback_weight: float = 0.0
     lock_timeout_seconds: float = 30.0
     llm_timeout_seconds: float = 120.0
     llm_cli_timeout_seconds: float = 300.0

@@ -19,11 +19,6 @@ How one query is answered (``hybrid_rows``):
 3. Reciprocal rank fusion: an entry at rank r (1-based) of a list with weight w earns
    ``w / (k + r)``, summed over the lists (k = 20, ``OM_SEARCH_RRF_K``; weights
    ``OM_SEARCH_BM25_WEIGHT`` and ``OM_SEARCH_VECTOR_WEIGHT``).
-   With ``OM_SEARCH_FEEDBACK_WEIGHT`` above 0, a second BM25 pass follows (pseudo-relevance
-   feedback, RM3-like): the ``FEEDBACK_DOCS`` best of the fused list give the
-   ``FEEDBACK_TERMS`` words they weigh most (``feedback_terms``), the query with those words
-   is run again, and its ranking joins the fusion with that weight. Taken from the fused list,
-   not from BM25's own: an answer found by meaning brings in the words the question lacked.
 4. An entry said by a speaker the query names (``bm25.Ranking``) has its fused score multiplied
    by ``1 + OM_SEARCH_SPEAKER_BOOST`` too, so the embedding ranking's candidates are raised
    alike. Boosts multiply the fused score by ``1 + importance_boost * importance + recency_boost *
@@ -44,13 +39,11 @@ is how BM25-only search is reranked.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import date as Date
 from typing import TYPE_CHECKING
 
-from obsmem.index.query import STOPWORDS, fts_query
 from obsmem.search.bm25 import (
     ROW_SQL,
     Hit,
@@ -76,7 +69,6 @@ __all__ = [
     "POOL",
     "boost",
     "clear_winner",
-    "feedback_terms",
     "fused_order",
     "hybrid_query",
     "hybrid_rows",
@@ -89,13 +81,6 @@ POOL = 50
 #: tested against them: a filter that keeps a quarter of the memory is usually done in the
 #: first, and one that keeps under about one entry in 80 ends with a scan instead.
 FILTER_ROUNDS: tuple[int, ...] = (4, 16, 64)
-#: Pseudo-relevance feedback: how many of the fused list's best give words, and how many words
-#: (the usual RM3 settings).
-FEEDBACK_DOCS = 10
-FEEDBACK_TERMS = 10
-_WORD = re.compile(r"[^\W_]+")
-# "Name: " at the start of an entry (a speaker's label): who spoke is not what was said.
-_LABEL = re.compile(r"^[^\W_][\w .'-]{0,40}:\s")
 #: Rowids per ``IN (...)`` test, below SQLite's smallest limit on parameters (999).
 _CHUNK = 500
 
@@ -132,29 +117,6 @@ def clear_winner(scores: Sequence[float], ratio: float) -> bool:
     if len(scores) == 1 or scores[1] <= 0.0:
         return True
     return scores[0] >= ratio * scores[1]
-
-
-def feedback_terms(
-    texts: Sequence[str], weights: Sequence[float], exclude: set[str], count: int
-) -> list[str]:
-    """The ``count`` words that ``texts`` (the best results, with their scores) weigh most.
-
-    Each text's words, stopwords and ``exclude`` (the query's own words, case-folded) left out,
-    count for their share of its length times its weight (the relevance model of RM3); ties go
-    to the word met first. A speaker's label at the start of a text is not counted.
-    """
-    total = sum(max(w, 0.0) for w in weights) or 1.0
-    mass: dict[str, float] = {}
-    for text, weight in zip(texts, weights, strict=True):
-        words = [w.casefold() for w in _WORD.findall(_LABEL.sub("", text, count=1))]
-        kept = [w for w in words if w not in STOPWORDS and w not in exclude and len(w) > 1]
-        if not kept:
-            continue
-        share = max(weight, 0.0) / total / len(words)
-        for word in kept:
-            mass[word] = mass.get(word, 0.0) + share
-    order = sorted(mass, key=lambda w: -mass[w])  # stable: ties keep first-met order
-    return order[:count]
 
 
 def boost(
@@ -316,16 +278,11 @@ def hybrid_rows(
                 found = conn.execute(ROW_SQL, (rowid,)).fetchone()
                 if found is not None:
                     rows[rowid] = tuple(found)
-        lists = [[int(str(row[-1])) for row in keyword], [rowid for rowid, _ in semantic]]
-        weights = [settings.search_bm25_weight, settings.search_vector_weight]
-        fused = rrf_fuse(lists, weights, settings.search_rrf_k)
-        if settings.search_feedback_weight > 0:
-            second = _feedback_rows(conn, query, fused, rows, pool, ranking, where)
-            for row in second:
-                rows.setdefault(int(str(row[-1])), row)
-            lists.append([int(str(row[-1])) for row in second])
-            weights.append(settings.search_feedback_weight)
-            fused = rrf_fuse(lists, weights, settings.search_rrf_k)
+        fused = rrf_fuse(
+            [[int(str(row[-1])) for row in keyword], [rowid for rowid, _ in semantic]],
+            [settings.search_bm25_weight, settings.search_vector_weight],
+            settings.search_rrf_k,
+        )
         day = today or Date.today()
         scores = {
             rowid: boost(
@@ -354,30 +311,6 @@ def hybrid_rows(
             kept[i] for i in rerank_order(query, texts, reranker, top=top, keep_first=keep_first)
         ]
     return [(tuple(row), scores[int(str(row[-1]))]) for row in kept[:limit]]
-
-
-def _feedback_rows(
-    conn: sqlite3.Connection,
-    query: str,
-    fused: Mapping[int, float],
-    rows: Mapping[int, tuple[object, ...]],
-    pool: int,
-    ranking: Ranking,
-    where: Where | None,
-) -> list[tuple[object, ...]]:
-    """BM25's ranking for ``query`` with the words of the fused list's best (module doc, 3)."""
-    best = [rowid for rowid in fused_order(fused) if rowid in rows][:FEEDBACK_DOCS]
-    own = {word.casefold() for word in _WORD.findall(query)}
-    terms = feedback_terms(
-        [str(rows[rowid][11]) for rowid in best],
-        [fused[rowid] for rowid in best],
-        own,
-        FEEDBACK_TERMS,
-    )
-    expression = fts_query(" ".join([query, *terms])) if terms else None
-    if expression is None:
-        return []
-    return bm25_rows(conn, expression, pool, ranking, where)
 
 
 def _str(value: object) -> str | None:
