@@ -214,17 +214,6 @@ class Ranking:
         """True when the score reads the entry (``e``), not only the FTS5 row."""
         return self.dated or self.by_speaker
 
-    def speaker_factor(self, text: str) -> float:
-        """``1 + speaker_boost`` when ``text`` starts with the label of a speaker the query
-        names (``Name:``, case-blind as the SQL test is), else 1."""
-        if not self.by_speaker:
-            return 1.0
-        head = text[: max(len(name) for name in self.speakers) + 1].casefold()
-        for name in self.speakers:
-            if head.startswith(name.casefold() + ":"):
-                return 1.0 + self.speaker_boost
-        return 1.0
-
     def score_sql(self) -> tuple[str, list[object]]:
         """An SQL expression of the raw score (lower is better) and its parameters.
 

@@ -19,9 +19,7 @@ How one query is answered (``hybrid_rows``):
 3. Reciprocal rank fusion: an entry at rank r (1-based) of a list with weight w earns
    ``w / (k + r)``, summed over the lists (k = 20, ``OM_SEARCH_RRF_K``; weights
    ``OM_SEARCH_BM25_WEIGHT`` and ``OM_SEARCH_VECTOR_WEIGHT``).
-4. An entry said by a speaker the query names (``bm25.Ranking``) has its fused score multiplied
-   by ``1 + OM_SEARCH_SPEAKER_BOOST`` too, so the embedding ranking's candidates are raised
-   alike. Boosts multiply the fused score by ``1 + importance_boost * importance + recency_boost *
+4. Boosts multiply the fused score by ``1 + importance_boost * importance + recency_boost *
    0.5 ** (age_days / half_life)``: small by default, so they reorder near ties only.
 5. Unambiguous BM25 winner: when BM25's best score is at least ``OM_SEARCH_WINNER_RATIO`` times
    its second best (or it is BM25's only match), an exact keyword hit is the answer, and the
@@ -286,7 +284,7 @@ def hybrid_rows(
         day = today or Date.today()
         scores = {
             rowid: boost(
-                score * ranking.speaker_factor(str(rows[rowid][11])),
+                score,
                 _importance(rows[rowid][9]),
                 _age_days(rows[rowid][5], day),
                 importance_weight=settings.search_importance_boost,

@@ -16,11 +16,9 @@ import pytest
 from obsmem.demo import prepare
 from obsmem.doctor import run_checks
 from obsmem.index.db import open_index
-from obsmem.index.query import fts_query
 from obsmem.memory.model import Observation, Provenance
 from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.search import hybrid, search
-from obsmem.search.bm25 import Ranking
 from obsmem.search.embeddings import Embedder
 from obsmem.search.hybrid import boost, clear_winner, fused_order, rrf_fuse
 from obsmem.search.indexing import embed_index
@@ -358,65 +356,3 @@ def test_search_entries_without_filters_is_search(
         assert [(e["id"], e["file"], e["line"], e["rank"], e["score"]) for e in entries] == [
             (h.id, h.file, h.line, h.rank, h.score) for h in hits
         ]
-
-
-# -- a named speaker in hybrid search ----------------------------------------------------------
-
-
-def test_speaker_factor_matches_the_label_only() -> None:
-    ranking = Ranking(speakers=("Caroline", "user"), speaker_boost=1.0)
-    assert ranking.speaker_factor("Caroline: I went to the lake") == 2.0
-    assert ranking.speaker_factor("caroline: lower case is the same label") == 2.0
-    assert ranking.speaker_factor("USER: skip the cache test") == 2.0
-    assert ranking.speaker_factor("Melanie: Caroline: a quote") == 1.0
-    assert ranking.speaker_factor("Carolines: another name") == 1.0
-    assert Ranking(speakers=("Caroline",), speaker_boost=0.0).speaker_factor("Caroline: x") == 1.0
-
-
-def test_the_embedding_rankings_lines_of_a_named_speaker_are_raised(
-    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store.ensure()
-    # Both speak on every day, so a name is in most entries and BM25 gives it little weight.
-    notes = [
-        (f"2026-02-{d:02d}", f"{('Caroline', 'Melanie')[d % 2]}: Renewed the permit for zone {d}")
-        for d in range(1, 13)
-    ]
-    notes += [
-        ("2026-03-01", "Melanie: we walked along the shore with the kids"),
-        ("2026-03-03", "Caroline: the seaside trip was lovely"),
-    ]
-    store.add_observations([new_observation(text, date=day) for day, text in notes])
-    search(store, "permit", settings=load_settings({"OM_SEARCH_BACKEND": "bm25"}))  # index it
-    conn = open_index(store.index_path)
-    try:
-        rowids = {str(t): int(r) for r, t in conn.execute("SELECT rowid, text FROM entries")}
-    finally:
-        conn.close()
-    melanie = rowids["Melanie: we walked along the shore with the kids"]
-    caroline = rowids["Caroline: the seaside trip was lovely"]
-    # Stubbed embeddings (no model): Melanie's line first, Caroline's second.
-    monkeypatch.setattr(hybrid, "_semantic", lambda *a, **k: [(melanie, 0.9), (caroline, 0.8)])
-    query = "What did Caroline say about walking on the shore"
-
-    def first(boost: str) -> str:
-        # No keyword winner pinned first: the fusion alone decides.
-        env = {
-            "OM_SEARCH_BACKEND": "hybrid",
-            "OM_SEARCH_SPEAKER_BOOST": boost,
-            "OM_SEARCH_WINNER_RATIO": "0",
-        }
-        conn = open_index(store.index_path)
-        try:
-            expression = fts_query(query)
-            assert expression is not None
-            embedder: Any = object()
-            rows = hybrid.hybrid_rows(conn, query, expression, 3, embedder, load_settings(env))
-        finally:
-            conn.close()
-        return str(rows[0][0][11])
-
-    # Melanie's line holds "walked" and "shore": BM25 and the embeddings both put it first, and
-    # only the factor on the fused score lifts Caroline's line above it.
-    assert first("0").startswith("Melanie:")
-    assert first("1").startswith("Caroline:")
