@@ -1,7 +1,15 @@
 """Retrieval recall on LoCoMo: om's own index and search against a plain BM25 baseline.
 
 Usage: python bench/locomo_recall.py --data PATH [--json] [--limit-conversations N]
-       [--backend bm25|hybrid]
+       [--backend bm25|hybrid] [--sweep OM_NAME=v1,v2,...]
+
+``--sweep`` measures one setting's sensitivity and chooses its value by leave-one-conversation-
+out: each conversation is indexed once and every question asked under each value (turn level,
+top 10 only); the report gives turn R@5 / R@10 per value, overall, per category and per
+conversation, and for each conversation the value that scores best on the *other* ones, with
+the held-out conversation's recall under it. The LOO figure (those held-out recalls, averaged
+over all questions) estimates what the chosen value gives on conversations nobody tuned for;
+``choice`` is the value most folds chose (ties: the first listed).
 
 ``--backend hybrid`` fuses BM25 with embeddings (``obsmem/search/hybrid.py``), from the model
 folder ``OM_EMBED_MODEL_PATH`` names, or else from the packaged model (``make test`` installs
@@ -360,6 +368,136 @@ def run(
     return report
 
 
+@dataclass
+class Fold:
+    """Per-question turn recall (R@5, R@10) and category, by swept value and conversation."""
+
+    values: list[str]
+    recalls: dict[str, dict[str, list[tuple[int, float, float]]]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )
+
+    def add(self, value: str, sample_id: str, scored: list[tuple[int, float, float]]) -> None:
+        """Record one conversation's questions under one value."""
+        self.recalls[value][sample_id] = scored
+
+    def mean(
+        self, value: str, ids: Iterable[str], k: int = 10, category: int | None = None
+    ) -> float:
+        """Mean turn R@k under ``value`` over the questions of conversations ``ids``."""
+        picked = [
+            q
+            for sid in ids
+            for q in self.recalls[value][sid]
+            if (q[0] in SCORED_CATEGORIES if category is None else q[0] == category)
+        ]
+        at = 1 if k == 5 else 2
+        return sum(q[at] for q in picked) / len(picked) if picked else 0.0
+
+    def loo(self) -> dict[str, Any]:
+        """Leave-one-conversation-out: each conversation scored under the value best elsewhere."""
+        ids = list(self.recalls[self.values[0]])
+        folds: dict[str, Any] = {}
+        total = count = 0.0
+        for held in ids:
+            others = [sid for sid in ids if sid != held]
+            # Ties go to the first value listed: list the current default first.
+            best = max(self.values, key=lambda v: (self.mean(v, others), -self.values.index(v)))
+            scored = [q for q in self.recalls[best][held] if q[0] in SCORED_CATEGORIES]
+            folds[held] = {"chosen": best, "turn.recall@10": round(self.mean(best, [held]), 4)}
+            total += sum(q[2] for q in scored)
+            count += len(scored)
+        votes = Counter(fold["chosen"] for fold in folds.values())
+        choice = max(self.values, key=lambda v: (votes[v], -self.values.index(v)))
+        return {
+            "folds": folds,
+            "turn.recall@10": round(total / count, 4) if count else None,
+            "choice": choice,
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """Per value: overall, per-category and per-conversation turn recall; then the LOO."""
+        ids = list(self.recalls[self.values[0]])
+        per_value: dict[str, Any] = {}
+        for value in self.values:
+            row: dict[str, Any] = {
+                f"turn.recall@{k}": round(self.mean(value, ids, k), 4) for k in KS
+            }
+            for c in SCORED_CATEGORIES:
+                row[f"turn.recall@10.cat{c}"] = round(self.mean(value, ids, 10, c), 4)
+            row["conversations"] = {sid: round(self.mean(value, [sid]), 4) for sid in ids}
+            per_value[value] = row
+        return {"values": per_value, "loo": self.loo()}
+
+
+def run_sweep(
+    data: list[dict[str, Any]],
+    name: str,
+    values: Sequence[str],
+    env: Mapping[str, str],
+    limit_conversations: int | None = None,
+) -> dict[str, Any]:
+    """Sweep setting ``name`` over ``values`` (module doc): each conversation indexed once."""
+    settings = {value: load_settings({**env, name: value}) for value in values}
+    fold = Fold(list(values))
+    conversations = data[:limit_conversations] if limit_conversations else data
+    started = time.perf_counter()
+    for sample in conversations:
+        conversation = load_conversation(sample)
+        with tempfile.TemporaryDirectory(prefix="om-locomo-") as tmp:
+            home = Path(tmp) / "memory"
+            mapping = index_conversation(home, conversation)
+            store = MemoryStore(home, environ={"OM_HOME": str(home)})
+            if problem := embed_index(store, settings[values[0]]).problem:
+                raise SystemExit(f"{conversation.sample_id}: {problem}")
+            for value in values:
+                scored: list[tuple[int, float, float]] = []
+                for question in conversation.questions:
+                    hits = search(store, question.text, limit=max(KS), settings=settings[value])
+                    ranked = expand((h.id for h in hits), mapping)[: max(KS)]
+                    scored.append(
+                        (
+                            question.category,
+                            recall_at(ranked, question.evidence, 5),
+                            recall_at(ranked, question.evidence, 10),
+                        )
+                    )
+                fold.add(value, conversation.sample_id, scored)
+    report = fold.summary()
+    report["setting"] = name
+    report["backend"] = env.get("OM_SEARCH_BACKEND", "default")
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    return report
+
+
+def render_sweep(report: Mapping[str, Any]) -> str:
+    """A sweep's report as tables: per value, per category, per conversation, then the LOO."""
+    values = report["values"]
+    ids = list(next(iter(values.values()))["conversations"])
+    head = f"{'value':<10}{'R@5':>7}{'R@10':>7}" + "".join(
+        f"{'c' + str(c):>7}" for c in (1, 2, 3, 4)
+    )
+    head += "".join(f"{sid:>9}" for sid in ids)
+    lines = [f"sweep {report['setting']} ({report['backend']}), turn recall", head]
+    for value, row in values.items():
+        cells = [row["turn.recall@5"], row["turn.recall@10"]]
+        cells += [row[f"turn.recall@10.cat{c}"] for c in (1, 2, 3, 4)]
+        text = "".join(f"{v:>7.3f}" for v in cells)
+        text += "".join(f"{row['conversations'][sid]:>9.3f}" for sid in ids)
+        lines.append(f"{value:<10}{text}")
+    loo = report["loo"]
+    chosen = ", ".join(
+        f"{sid} {f['chosen']} ({f['turn.recall@10']:.3f})" for sid, f in loo["folds"].items()
+    )
+    lines += [
+        "",
+        f"leave-one-conversation-out: R@10 {loo['turn.recall@10']:.4f}, choice {loo['choice']}",
+        f"folds: {chosen}",
+        f"total {report['seconds']} s",
+    ]
+    return "\n".join(lines)
+
+
 def render(report: Mapping[str, Any]) -> str:
     """The report as a readable table: om against the BM25 baseline."""
     base = report["baseline_bm25"]
@@ -397,14 +535,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--limit-conversations", type=int, default=None, metavar="N")
     parser.add_argument("--backend", choices=("bm25", "hybrid"), default="bm25")
+    parser.add_argument(
+        "--sweep",
+        metavar="OM_NAME=V1,V2,...",
+        help="measure one setting at several values, chosen by leave-one-conversation-out",
+    )
     args = parser.parse_args(argv)
     data = json.loads(args.data.read_text(encoding="utf-8"))
     env = dict(os.environ, OM_SEARCH_BACKEND=args.backend)
     with tempfile.TemporaryDirectory(prefix="om-model-") as model_dir:
         if args.backend == "hybrid" and not env.get("OM_EMBED_MODEL_PATH"):
             env["OM_EMBED_MODEL_PATH"] = str(packaged_model_folder(Path(model_dir)))
-        report = run(data, args.limit_conversations, load_settings(env))
-    print(json.dumps(report, indent=1, sort_keys=True) if args.json else render(report))
+        if args.sweep:
+            name, _, listed = args.sweep.partition("=")
+            values = [v.strip() for v in listed.split(",") if v.strip()]
+            if not name.startswith("OM_") or len(values) < 2:
+                parser.error("--sweep takes OM_NAME=V1,V2[,...]: a setting and two values or more")
+            report = run_sweep(data, name, values, env, args.limit_conversations)
+            text = render_sweep(report)
+        else:
+            report = run(data, args.limit_conversations, load_settings(env))
+            text = render(report)
+    print(json.dumps(report, indent=1, sort_keys=True) if args.json else text)
     return 0
 
 

@@ -276,6 +276,13 @@ SPECS: tuple[SettingSpec, ...] = (
         "A query naming a date: BM25 score x (1 + this) for entries of that date; 0: off.",
     ),
     SettingSpec(
+        "OM_SEARCH_SPEAKER_BOOST",
+        "search_speaker_boost",
+        _float_range(0.0, 100.0),
+        1.0,
+        "A query naming a speaker: BM25 score x (1 + this) for entries that speaker said; 0: off.",
+    ),
+    SettingSpec(
         "OM_LOCK_TIMEOUT_SECONDS",
         "lock_timeout_seconds",
         _float_range(0.1, 3600.0),
@@ -459,6 +466,7 @@ class Settings:
     search_recency_half_life_days: float = 30.0
     search_context_weight: float = 0.3
     search_date_boost: float = 1.0
+    search_speaker_boost: float = 1.0
     lock_timeout_seconds: float = 30.0
     llm_timeout_seconds: float = 120.0
     llm_cli_timeout_seconds: float = 300.0

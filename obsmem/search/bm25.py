@@ -24,6 +24,13 @@ A process that answers one query and exits (``om search``) first passes its sett
 the query, so such a process searches with BM25 and says so on stderr (``COLD_NOTE``); hybrid
 search is for a process that keeps the model loaded (``om mcp``).
 
+A query that names a speaker raises the entries that speaker said: an entry whose text starts
+with ``Name:`` (how a memory of a conversation records a turn), when
+the query holds that name as a capitalised word ("What did Caroline research?") or names the
+role ``user`` / ``assistant``, has its score multiplied by ``1 + OM_SEARCH_SPEAKER_BOOST``. The
+neighbours column carries the names of everyone around an entry, so a name in the query alone
+no longer tells who said what.
+
 ``search_rows`` is the one path every search takes (``search`` here, ``recall.search_entries``
 with filters, the MCP ``search`` tool): BM25 alone, or hybrid (``hybrid.py``) when a model loads
 or a reranker is set. Filters are a ``WHERE`` condition over ``entries AS e`` applied inside the
@@ -32,6 +39,7 @@ query, to both the keyword and the vector candidates.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,7 +47,7 @@ from datetime import date as Date
 
 from obsmem.errors import UsageError
 from obsmem.index.db import using_index
-from obsmem.index.query import fts_query
+from obsmem.index.query import STOPWORDS, fts_query
 from obsmem.index.stamp import unchanged
 from obsmem.search.dates import DateSpan, query_dates
 from obsmem.settings import Settings, load_settings
@@ -134,9 +142,32 @@ LIMIT ?
 ROW_SQL = f"SELECT 0.0, {_COLUMNS}, e.rowid FROM entries AS e WHERE e.rowid = ?"
 
 
+#: Roles that name a speaker in any case: coding sessions are between a user and an assistant.
+ROLES = frozenset({"user", "assistant"})
+#: At most this many speakers are looked for: a query naming more says little about who spoke.
+MAX_SPEAKERS = 4
+_WORD = re.compile(r"[^\W_]+")
+
+
+def query_speakers(query: str) -> list[str]:
+    """The speakers ``query`` may name: capitalised words that are not stopwords, and roles.
+
+    "What did Caroline say about Melanie's painting?" names ``Caroline`` and ``Melanie``;
+    "what did the user ask about the build" names ``user``. A capitalised word that names
+    nobody costs nothing: no entry's text starts with ``What:``.
+    """
+    found: dict[str, None] = {}
+    for word in _WORD.findall(query):
+        folded = word.casefold()
+        if folded in ROLES or (word[0].isupper() and folded not in STOPWORDS and len(word) > 1):
+            found.setdefault(word if folded not in ROLES else folded, None)
+    return list(found)[:MAX_SPEAKERS]
+
+
 @dataclass(frozen=True)
 class Ranking:
-    """How BM25 scores entries: the neighbours column's weight and the dates the query names.
+    """How BM25 scores entries: the neighbours column's weight, the dates and the speakers the
+    query names.
 
     The defaults are the settings' defaults; ``for_query`` reads them from ``Settings``.
     """
@@ -144,12 +175,22 @@ class Ranking:
     context_weight: float = Settings.search_context_weight
     dates: tuple[DateSpan, ...] = ()
     date_boost: float = Settings.search_date_boost
+    speakers: tuple[str, ...] = ()
+    speaker_boost: float = Settings.search_speaker_boost
 
     @classmethod
     def for_query(cls, query: str, settings: Settings, today: Date | None = None) -> Ranking:
-        """The ranking for ``query``: its dates (relative ones against ``today``) and settings."""
+        """The ranking for ``query``: its dates (relative ones against ``today``), its speakers
+        and the settings."""
         dates = tuple(query_dates(query, today)) if settings.search_date_boost > 0 else ()
-        return cls(settings.search_context_weight, dates, settings.search_date_boost)
+        speakers = tuple(query_speakers(query)) if settings.search_speaker_boost > 0 else ()
+        return cls(
+            settings.search_context_weight,
+            dates,
+            settings.search_date_boost,
+            speakers,
+            settings.search_speaker_boost,
+        )
 
     def match(self, expression: str) -> str:
         """The ``MATCH`` expression to run: with the neighbours' weight at 0, entries are matched
@@ -163,27 +204,47 @@ class Ranking:
         """True when entries are scored by their dates too (the score then reads ``e``)."""
         return bool(self.dates) and self.date_boost > 0
 
+    @property
+    def by_speaker(self) -> bool:
+        """True when entries are scored by who said them too (the score then reads ``e``)."""
+        return bool(self.speakers) and self.speaker_boost > 0
+
+    @property
+    def reads_entry(self) -> bool:
+        """True when the score reads the entry (``e``), not only the FTS5 row."""
+        return self.dated or self.by_speaker
+
     def score_sql(self) -> tuple[str, list[object]]:
         """An SQL expression of the raw score (lower is better) and its parameters.
 
-        It reads ``entries_fts`` and, when there are dates, the entry as ``e``.
+        It reads ``entries_fts`` and, when there are dates or speakers, the entry as ``e``.
         """
-        weights: list[object] = [TEXT_WEIGHT, SECTION_WEIGHT, self.context_weight]
-        bm25 = "bm25(entries_fts, ?, ?, ?)"
-        if not self.dated:
-            return bm25, weights
-        tests: list[str] = []
-        params: list[object] = []
-        for span in self.dates:
-            for column in ("e.date", "e.referenced_date"):
-                if span.month is not None:
-                    tests.append(f"substr({column}, 5, 4) = ?")
-                    params.append(f"-{span.month:02d}-")
-                else:
-                    tests.append(f"substr({column}, 1, 10) BETWEEN ? AND ?")
-                    params += [span.start, span.end]
-        score = f"{bm25} * (CASE WHEN {' OR '.join(tests)} THEN ? ELSE 1.0 END)"
-        return score, [*weights, *params, 1.0 + self.date_boost]
+        params: list[object] = [TEXT_WEIGHT, SECTION_WEIGHT, self.context_weight]
+        score = "bm25(entries_fts, ?, ?, ?)"
+        if self.dated:
+            tests: list[str] = []
+            for span in self.dates:
+                for column in ("e.date", "e.referenced_date"):
+                    if span.month is not None:
+                        tests.append(f"substr({column}, 5, 4) = ?")
+                        params.append(f"-{span.month:02d}-")
+                    else:
+                        tests.append(f"substr({column}, 1, 10) BETWEEN ? AND ?")
+                        params += [span.start, span.end]
+            score += f" * (CASE WHEN {' OR '.join(tests)} THEN ? ELSE 1.0 END)"
+            params.append(1.0 + self.date_boost)
+        if self.by_speaker:
+            # LIKE is case-blind for ASCII; the label is matched at the start of the text only.
+            labels = " OR ".join("e.text LIKE ? ESCAPE '\\'" for _ in self.speakers)
+            score += f" * (CASE WHEN {labels} THEN ? ELSE 1.0 END)"
+            params += [_like_prefix(name) + ":%" for name in self.speakers]
+            params.append(1.0 + self.speaker_boost)
+        return score, params
+
+
+def _like_prefix(text: str) -> str:
+    """``text`` as a literal for a ``LIKE ... ESCAPE '\\'`` pattern."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 @dataclass(frozen=True)
@@ -280,7 +341,7 @@ def bm25_rows(
     ranking = ranking or Ranking()
     score, params = ranking.score_sql()
     condition, where_params = where or ("1", ())
-    if ranking.dated or where is not None:
+    if ranking.reads_entry or where is not None:
         sql = _JOINED_SQL.format(score=score, columns=_COLUMNS, where=condition)
     else:
         sql = _SQL

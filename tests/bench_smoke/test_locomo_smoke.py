@@ -122,3 +122,40 @@ def test_end_to_end_through_om_search(limit: int | None) -> None:
     assert report["baseline_bm25"]["turn.recall@10"] == 1.0
     assert report["turn.recall@5"] >= 2 / 3
     assert "turn, categories 1-4" in L.render(report)
+
+
+def test_leave_one_conversation_out_chooses_on_the_other_conversations() -> None:
+    fold = L.Fold(["1", "2"])
+    # (category, R@5, R@10) per question. "2" is far better on c3 alone, "1" a little better on
+    # c1 and c2: the best figure over all three would pick "2", each fold picks on the others.
+    fold.add("1", "c1", [(1, 0.0, 0.6), (4, 0.0, 0.6)])
+    fold.add("2", "c1", [(1, 0.0, 0.5), (4, 0.0, 0.5)])
+    fold.add("1", "c2", [(2, 0.0, 0.6), (5, 0.0, 0.0)])  # category 5 is not scored
+    fold.add("2", "c2", [(2, 0.0, 0.5), (5, 0.0, 1.0)])
+    fold.add("1", "c3", [(3, 0.0, 0.0), (3, 0.0, 0.0)])
+    fold.add("2", "c3", [(3, 0.0, 1.0), (3, 0.0, 1.0)])
+    summary = fold.summary()
+    assert summary["values"]["2"]["turn.recall@10"] > summary["values"]["1"]["turn.recall@10"]
+    assert summary["values"]["1"]["conversations"] == {"c1": 0.6, "c2": 0.6, "c3": 0.0}
+    assert summary["values"]["2"]["turn.recall@10.cat3"] == 1.0
+    loo = summary["loo"]
+    # Held out c1: on c2 + c3, "2" (0.833) beats "1" (0.2); held out c2 likewise; held out c3:
+    # on c1 + c2, "1" (0.6) beats "2" (0.5).
+    assert {sid: f["chosen"] for sid, f in loo["folds"].items()} == {
+        "c1": "2",
+        "c2": "2",
+        "c3": "1",
+    }
+    assert loo["turn.recall@10"] == round((0.5 * 2 + 0.5 + 0.0 * 2) / 5, 4)
+    assert loo["choice"] == "2"
+
+
+def test_a_sweep_runs_each_value_on_one_index(tmp_path: Path) -> None:
+    env = {"OM_SEARCH_BACKEND": "bm25", "OM_HOME": str(tmp_path)}
+    report = L.run_sweep([SAMPLE], "OM_SEARCH_CONTEXT_WEIGHT", ["0.3", "0"], env)
+    assert set(report["values"]) == {"0.3", "0"}
+    assert (
+        report["values"]["0.3"]["conversations"]["tiny"]
+        == report["loo"]["folds"]["tiny"]["turn.recall@10"]
+    )
+    assert "leave-one-conversation-out" in L.render_sweep(report)

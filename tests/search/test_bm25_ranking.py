@@ -8,7 +8,7 @@ import pytest
 
 from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.search import search
-from obsmem.search.bm25 import Ranking
+from obsmem.search.bm25 import Ranking, query_speakers
 from obsmem.search.dates import DateSpan
 from obsmem.search.recall import Filters, search_entries
 from obsmem.settings import load_settings
@@ -122,3 +122,76 @@ def test_ranking_reads_its_settings() -> None:
     assert ranking.dates == (DateSpan(month=5),) and ranking.dated
     score, params = ranking.score_sql()
     assert score.count("?") == len(params)
+
+
+def _conversation(store: MemoryStore, speakers: tuple[str, str], day: list[str]) -> None:
+    """Ten days of small talk by both speakers, then ``day``: every entry carries its speaker
+    and its neighbours' text both names, so a name alone hardly tells the lines apart."""
+    lines = ["# Observations", ""]
+    for d in range(1, 11):
+        lines += [f"## 2026-03-{d:02d}", "", "### Observations", ""]
+        lines += [
+            f"- 🟡 09:0{i} {speakers[i % 2]}: Walked the dog along route {d * 4 + i}"
+            for i in range(4)
+        ]
+        lines.append("")
+    lines += ["## 2026-04-02", "", "### Observations", ""]
+    lines += [f"- 🟡 10:0{i} {text}" for i, text in enumerate(day)]
+    store.observations_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_query_speakers_are_capitalised_words_and_roles() -> None:
+    assert query_speakers("What did Caroline say about Melanie's pottery?") == [
+        "Caroline",
+        "Melanie",
+    ]
+    assert query_speakers("what did the User ask the assistant about the build") == [
+        "user",
+        "assistant",
+    ]
+    assert query_speakers("When did she go to the pottery class?") == []  # "When": a stopword
+
+
+def test_a_named_speakers_lines_rank_above_the_other_speakers(store: MemoryStore) -> None:
+    _conversation(
+        store,
+        ("Caroline", "Melanie"),
+        [
+            "Caroline: I went to a pottery class on Saturday",
+            "Melanie: We went to a pottery fair with the kids and bought a pottery bowl",
+            "Caroline: That sounds lovely",
+            "Melanie: The kids loved it",
+        ],
+    )
+    question = "Where did Caroline go for pottery?"
+    plain = texts(store, question, OM_SEARCH_SPEAKER_BOOST="0")
+    # Without the boost, Melanie's line holds "pottery" twice and wins.
+    assert plain[0].startswith("Melanie: We went")
+    found = texts(store, question)
+    assert found[0] == "Caroline: I went to a pottery class on Saturday"
+    # Filtered search (the MCP tool's) ranks by speaker too.
+    entries = search_entries(store, question, filters=Filters(since="2026-04-01"))
+    assert entries[0]["text"] == found[0]
+
+
+def test_roles_name_speakers_in_coding_sessions(store: MemoryStore) -> None:
+    _conversation(
+        store,
+        ("user", "assistant"),
+        [
+            "assistant: The flaky test is the cache test; the cache test fails on retry",
+            "user: Skip the cache test for now",
+            "assistant: Done",
+        ],
+    )
+    question = "what did the user say about the cache test"
+    assert texts(store, question, OM_SEARCH_SPEAKER_BOOST="0")[0].startswith("assistant: The")
+    assert texts(store, question)[0] == "user: Skip the cache test for now"
+
+
+def test_a_name_with_like_wildcards_is_matched_literally() -> None:
+    ranking = Ranking.for_query("Ann_e pottery", load_settings(bm25()))
+    assert ranking.speakers == ("Ann",) and ranking.by_speaker  # "_" splits words, as FTS5 does
+    ranking = Ranking(speakers=("A_n%",), speaker_boost=1.0)
+    score, params = ranking.score_sql()
+    assert "A\\_n\\%:%" in params and score.count("?") == len(params)
