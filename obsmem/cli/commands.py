@@ -16,21 +16,15 @@ from obsmem.errors import UsageError
 pass_app = click.make_pass_decorator(App)
 
 
-class KindList(click.ParamType):
-    """``--kind``: one or more of ``quick.KINDS``, joined by commas; a typo is a usage error."""
+def _kinds(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    """``--kind`` values split at commas, each one of ``quick.KINDS``; a typo is a usage error."""
+    from obsmem.cli.quick import KINDS
 
-    name = "kind"
-
-    def convert(
-        self, value: object, param: click.Parameter | None, ctx: click.Context | None
-    ) -> str:
-        from obsmem.cli.quick import KINDS
-
-        parts = [part.strip() for part in str(value).split(",") if part.strip()]
-        for part in parts:
-            if part not in KINDS:
-                self.fail(f"unknown kind {part!r} (use {', '.join(KINDS)})", param, ctx)
-        return ",".join(parts)
+    parts = [part.strip() for value in values for part in value.split(",") if part.strip()]
+    for part in parts:
+        if part not in KINDS:
+            raise click.BadParameter(f"unknown kind {part!r} (use {', '.join(KINDS)})")
+    return tuple(parts)
 
 
 def _json(data: object) -> None:
@@ -94,7 +88,7 @@ def doctor(ctx: click.Context, as_json: bool, validate_key: bool, restore: bool)
 @click.option(
     "--kind",
     multiple=True,
-    type=KindList(),
+    callback=_kinds,
     help="Only these: observation, reflection, turn (repeat, or join with commas).",
 )
 @click.option("--raw", is_flag=True, help="Only the transcript turns (the same as --kind turn).")
@@ -122,7 +116,7 @@ def search(
     # The same as the fast path ``om search`` usually takes (obsmem/cli/quick.py).
     from obsmem.cli.quick import search_output
 
-    chosen = sorted({k for value in kind for k in value.split(",")} | ({"turn"} if raw else set()))
+    chosen = sorted(set(kind) | ({"turn"} if raw else set()))
     given = {"since": since, "until": until, "type": type_, "min_importance": min_importance,
              "project": project, "agent": agent}  # fmt: skip
     click.echo(
