@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(PY) bench/capture_speed.py --mb 100 --files 1000
 	$(PY) bench/search_latency.py --sizes 10000
 	$(PY) bench/locomo_recall.py --data ../shared/eval/locomo/locomo_dev.json
+	$(PY) bench/locomo_pipeline.py --data ../shared/eval/locomo/locomo_dev.json
 	$(PY) bench/memory_quality.py
 
 # The long reliability runs (crash safety, concurrency, fuzzing, ...); figures printed at the end.
