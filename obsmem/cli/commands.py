@@ -18,13 +18,12 @@ pass_app = click.make_pass_decorator(App)
 
 def _kinds(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
     """``--kind`` values split at commas, each one of ``quick.KINDS``; a typo is a usage error."""
-    from obsmem.cli.quick import KINDS
+    from obsmem.cli.quick import KINDS, split_kinds
 
-    parts = [part.strip() for value in values for part in value.split(",") if part.strip()]
-    for part in parts:
-        if part not in KINDS:
-            raise click.BadParameter(f"unknown kind {part!r} (use {', '.join(KINDS)})")
-    return tuple(parts)
+    kinds, unknown = split_kinds(values)
+    if unknown:
+        raise click.BadParameter(f"unknown kind {unknown[0]!r} (use {', '.join(KINDS)})")
+    return tuple(kinds)
 
 
 def _json(data: object) -> None:

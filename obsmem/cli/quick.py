@@ -30,6 +30,14 @@ _VALUED = {
 _FLAGS = {"--json": "json", "--raw": "raw"}
 #: What ``--kind`` accepts (``search.mixed.KIND_GROUPS``; repeated, or joined by commas).
 KINDS = ("observation", "reflection", "turn")
+
+
+def split_kinds(values: list[str] | tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """``--kind`` values split at commas: (the kinds, the words that name no kind)."""
+    parts = [part.strip() for value in values for part in value.split(",") if part.strip()]
+    return [p for p in parts if p in KINDS], [p for p in parts if p not in KINDS]
+
+
 #: The options that narrow a search (``recall.Filters``), in its field order.
 FILTER_OPTIONS = ("since", "until", "type", "min_importance", "project", "agent")
 
@@ -60,10 +68,11 @@ def parse_search(argv: list[str]) -> dict[str, object] | None:
                 return None
             value = args.pop(0)
         if name == "--kind":
-            kinds += value.split(",")
+            kinds.append(value)
             continue
         found[_VALUED[name]] = value
-    if not words or any(kind not in KINDS for kind in kinds):
+    kinds, unknown = split_kinds(kinds)
+    if not words or unknown:
         return None
     if found["raw"]:
         kinds = [*kinds, "turn"]

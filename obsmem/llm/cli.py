@@ -33,7 +33,7 @@ from pathlib import Path
 from obsmem import paths
 from obsmem.errors import ProviderError
 from obsmem.llm.base import BaseProvider, Completion, Failure, Hints, RetryPolicy
-from obsmem.memory.atomic import ensure_dir
+from obsmem.memory.atomic import ensure_dir, flock_until
 
 __all__ = [
     "MAX_CLI_RETRIES",
@@ -104,19 +104,12 @@ def observer_lock(path: Path, wait: float) -> Iterator[None]:
     ensure_dir(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise ProviderError(
-                        f"another observer process has held {path} for {wait:g} s",
-                        "om runs one observer CLI at a time; it tries again on its next run",
-                        retryable=True,
-                    ) from None
-                time.sleep(0.05)
+        if not flock_until(fd, time.monotonic() + wait):
+            raise ProviderError(
+                f"another observer process has held {path} for {wait:g} s",
+                "om runs one observer CLI at a time; it tries again on its next run",
+                retryable=True,
+            )
         try:
             yield
         finally:

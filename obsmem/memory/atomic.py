@@ -168,6 +168,21 @@ _local = threading.local()
 _thread_lock = threading.RLock()
 
 
+def flock_until(fd: int, deadline: float) -> bool:
+    """Take an exclusive ``flock`` on ``fd``, waiting with a short backoff until ``deadline``
+    (``time.monotonic``); False when another holder kept it until then."""
+    delay = 0.005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+
 @contextlib.contextmanager
 def memory_lock(lock_file: Path, timeout: float = 30.0) -> Iterator[None]:
     """Hold the memory directory's exclusive lock; ``LockTimeout`` after ``timeout`` seconds."""
@@ -194,18 +209,10 @@ def memory_lock(lock_file: Path, timeout: float = 30.0) -> Iterator[None]:
                 "make the memory directory writable",
             ) from None
         try:
-            delay = 0.005
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise LockTimeout(
-                            f"timed out after {timeout:g}s waiting for {lock_file}", _LOCK_HINT
-                        ) from None
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.1)
+            if not flock_until(fd, deadline):
+                raise LockTimeout(
+                    f"timed out after {timeout:g}s waiting for {lock_file}", _LOCK_HINT
+                )
             held[key] = 1
             guard.open_scope(fd)
             try:
