@@ -22,14 +22,15 @@ from obsmem.sources.model import Turn
 
 __all__ = ["ACK", "BINDING", "reaction", "user_drafts"]
 
-#: Replies that say nothing but "carry on" (or a plain greeting): no line of their own.
-ACK = re.compile(
-    r"^(?:ok(?:ay)?|k|thanks?(?: you)?|thx|ty|yes|yep|yeah|y|no|nope|n|sure|great|cool|nice"
+#: Replies that say nothing but "carry on", one phrase or several ("ok, go on", "thanks!
+#: continue"): no line of their own.
+_ACK_PHRASE = (
+    r"(?:ok(?:ay)?|k|thanks?(?: you)?|thx|ty|yes|yep|yeah|y|no|nope|n|sure|great|cool|nice"
     r"|done|go on|continue|proceed|next|lgtm|perfect|good|fine|right|correct|exactly"
-    r"|go ahead|do it|sounds good|looks good|ship it|please do|yes please|approved?)"
-    r"[\s.!,]*$",
-    re.IGNORECASE,
+    r"|go ahead|do it|sounds good|looks good|ship it|please do|yes please|approved?"
+    r"|please|carry on|keep going|go|now)"
 )
+ACK = re.compile(rf"^{_ACK_PHRASE}(?:[\s.!,]+{_ACK_PHRASE})*[\s.!,]*$", re.IGNORECASE)
 _ACCEPT = re.compile(
     r"^\W*(?:yes|yep|yeah|sure|ok(?:ay)?|great|perfect|good|nice|cool|excellent|lgtm|agreed"
     r"|approved?|go ahead|go for it|do it|let'?s do it|sounds good|looks good|ship it"

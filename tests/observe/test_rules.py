@@ -533,3 +533,21 @@ def test_use_x_not_y_and_please_remember_are_constraints() -> None:
         "User constraint: Use pytest, not unittest.",
         "User constraint: Please remember I deploy on a Raspberry Pi 4.",
     ]
+
+
+def test_a_reply_of_several_acknowledgements_says_nothing() -> None:
+    drafts, _ = observe_with_rules(
+        [
+            turn("user", "Rename the helper function in utils", 1),
+            turn("assistant", "Renamed it.", 2),
+            turn("user", "ok, go on", 3),
+            turn("assistant", "Continuing.", 4),
+            turn("user", "Thanks! Keep going.", 5),
+            turn("user", "ok, now add a test for it", 6),
+        ]
+    )
+    asked = [t for t in texts(drafts) if t.startswith("User asked")]
+    assert asked == [
+        "User asked: Rename the helper function in utils",
+        "User asked: now add a test for it",
+    ]
