@@ -395,19 +395,48 @@ def _key(candidate: Candidate) -> str:
     return " ".join(content_words(text)) or text.casefold()
 
 
-def _same_loop(
-    words: frozenset[str], project: str | None, kept: list[tuple[frozenset[str], str | None]]
-) -> bool:
-    """True when an open loop is one already kept in other words ("Write the migration guide",
-    "I'll write the migration guide myself this week"): three shared words at least, and most
-    of the shorter one's, in the same project."""
-    for other, where in kept:
-        if project and where and project.casefold() != where.casefold():
-            continue
-        shared = len(words & other)
-        if shared >= 3 and shared >= 0.6 * min(len(words), len(other)):
-            return True
-    return False
+#: The sections whose lines state something (a preference, a fact, a decision, a loop), where
+#: two lines sharing most words say the same; in the work done, lines about one command or file
+#: share most words and still tell different outcomes ("16 passed", "the build passes").
+_STATEMENTS = frozenset({ABOUT, PROJECT, DECISIONS, LOOPS})
+
+
+class _Words:
+    """The content words of the lines kept so far, to find a line that says the same thing in
+    other words ("Tortoise ORM over SQLAlchemy", "Prefers Tortoise ORM to SQLAlchemy"): three
+    shared words at least, and most of the shorter line's (``LOOP_SHARE`` between two open
+    loops, ``LINE_SHARE`` otherwise), in the same project or against a kept line of no project.
+    A word index keeps the comparisons to lines that share a word."""
+
+    LOOP_SHARE = 0.6
+    LINE_SHARE = 0.75
+
+    def __init__(self) -> None:
+        self._lines: list[tuple[frozenset[str], str, bool]] = []
+        self._by_word: dict[str, list[int]] = {}
+
+    def add(self, words: frozenset[str], project: str | None, loop: bool) -> None:
+        for word in words:
+            self._by_word.setdefault(word, []).append(len(self._lines))
+        self._lines.append((words, (project or "").casefold(), loop))
+
+    def repeats(self, words: frozenset[str], project: str | None, loop: bool) -> bool:
+        """True when a kept line of ``project`` says what ``words`` say."""
+        shared: dict[int, int] = {}
+        for word in words:
+            for i in self._by_word.get(word, ()):
+                shared[i] = shared.get(i, 0) + 1
+        where = (project or "").casefold()
+        for i, count in shared.items():
+            other, other_where, other_loop = self._lines[i]
+            # A line of no project is in every context: it may stand for a project's line,
+            # never the other way round.
+            if count < 3 or other_where not in ("", where):
+                continue
+            share = self.LOOP_SHARE if loop and other_loop else self.LINE_SHARE
+            if count >= share * min(len(words), len(other)):
+                return True
+        return False
 
 
 def _repeats(entry: Entry, kept: Entry) -> bool:
@@ -420,11 +449,11 @@ def _repeats(entry: Entry, kept: Entry) -> bool:
 
 def distinct(candidates: list[Candidate], rank: Mapping[int, float]) -> list[Candidate]:
     """``candidates`` without lines that say the same thing (the observer's rules: equal,
-    contained, or word-bigram Jaccard of 0.8 or more, on the content words; open loops also when
-    they share most words): the best-ranked copy of each is kept (``rank`` by index),
-    hand-written lines first; the order is kept."""
+    contained, or word-bigram Jaccard of 0.8 or more, on the content words; also lines of one
+    project sharing most of their words, see ``_Words``): the best-ranked copy of each is kept
+    (``rank`` by index), hand-written lines first; the order is kept."""
     index: FactIndex[int] = FactIndex()
-    loops: list[tuple[frozenset[str], str | None]] = []
+    words = _Words()
     keep: set[int] = set()
     # A project's last state comes first and always stays: a loop or a line that only repeats
     # its active task goes instead.
@@ -441,15 +470,18 @@ def distinct(candidates: list[Candidate], rank: Mapping[int, float]) -> list[Can
         key = _key(candidates[i])
         if entry.section == LAST:
             keep.add(i)
-            index.add(i, " ".join(content_words(entry.text.partition(": ")[2])) or key)
+            said = " ".join(content_words(entry.text.partition(": ")[2])) or key
+            index.add(i, said)
+            words.add(frozenset(said.split()), entry.project, loop=False)
             continue
         if any(_repeats(entry, candidates[j].entry) for j in index.matches(key)):
             continue
-        if entry.section == LOOPS:
-            words = frozenset(key.split())
-            if _same_loop(words, entry.project, loops):
+        if entry.section in _STATEMENTS:
+            mine = frozenset(key.split())
+            loop = entry.section == LOOPS
+            if words.repeats(mine, entry.project, loop):
                 continue
-            loops.append((words, entry.project))
+            words.add(mine, entry.project, loop)
         index.add(i, key)
         keep.add(i)
     return [c for i, c in enumerate(candidates) if i in keep]

@@ -50,7 +50,7 @@ _CONSTRAINT = re.compile(
     r"|instead of|rather than|use \S+(?: \S+)? instead|i'?d rather|not acceptable"
     # "Use pytest, not unittest"; "please remember I deploy on a Pi": said to be kept.
     r"|use [^\s,]+(?: [^\s,]+)?,? not|please remember|remember that|bear in mind"
-    r"|unacceptable)\b",
+    r"|unacceptable|keep (?!\S*ing\b)(?:\S+ ){1,3}out of)\b",
     re.IGNORECASE,
 )
 _DECISION = re.compile(

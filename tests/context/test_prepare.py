@@ -271,6 +271,36 @@ def test_the_context_of_a_prepared_memory_labels_other_projects(store: MemorySto
     assert "- [hermes-bot] 2 days ago: Bot reconnect loop fixed" in text
 
 
+def test_lines_saying_the_same_in_other_words_appear_once(store: MemoryStore) -> None:
+    """A migrated profile.md and om's reflections often say one thing twice in other words."""
+    (store.home / "reflections.md").write_text(
+        "# Reflections — Long-Term Memory\n\n## Preferences & Opinions\n\n"
+        "- Prefers Tortoise ORM to SQLAlchemy (finds SQLAlchemy too verbose)\n"
+        "- Backend developer who works mostly in Python and ships small changes\n"
+        "- Prefers pytest over unittest\n"
+    )
+    (store.home / "profile.md").write_text(
+        "# Profile\n\n## Preferences\n\n- Tortoise ORM over SQLAlchemy\n"
+        "- Backend developer, Python first\n- Migrating from unittest to pytest\n"
+    )
+    observe(
+        store,
+        ("Tests pass: `npm test -- --run src/a.test.ts`: 16 passed", "2026-11-28", "10:00",
+         "milestone", 0.6, "atlas"),
+        ("Verification passed: `npm test -- --run src/a.test.ts`; `npm run build`", "2026-11-28",
+         "10:05", "milestone", 0.6, "atlas"),
+    )  # fmt: skip
+    prepare_context(store, today=TODAY)
+    about = entries_of(store, "About the user")
+    assert [t for t in about if "tortoise" in t.lower()] == ["Tortoise ORM over SQLAlchemy"]
+    assert [t for t in about if "developer" in t.lower()] == ["Backend developer, Python first"]
+    # two words in common are not the same statement
+    assert "Prefers pytest over unittest" in about and "Migrating from unittest to pytest" in about
+    # work done on one command still tells two outcomes
+    recent = entries_of(store, "Recent work")
+    assert len([t for t in recent if "npm test" in t]) == 2, recent
+
+
 def test_the_demos_startup_context_says_nothing_twice(tmp_path: Path) -> None:
     """The demo once showed "Prefers small commits whose messages explain why" beside "Small
     commits with messages that explain why"."""

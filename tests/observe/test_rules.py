@@ -551,3 +551,15 @@ def test_a_reply_of_several_acknowledgements_says_nothing() -> None:
         "User asked: Rename the helper function in utils",
         "User asked: now add a test for it",
     ]
+
+
+def test_keep_something_out_of_is_a_constraint() -> None:
+    drafts, _ = observe_with_rules(
+        [
+            turn("user", "The staging host is db2, so keep the hostnames out of the notes.", 1),
+            turn("user", "I keep running out of memory when the tests run.", 2),
+        ]
+    )
+    kinds = {d.text.partition(":")[0] for d in drafts}
+    assert "User constraint" in kinds
+    assert "User asked: I keep running out of memory when the tests run." in texts(drafts)
