@@ -5,7 +5,9 @@
 - config directory: ``OM_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/observational-memory``,
   else ``~/.config/observational-memory``;
 - settings file: ``OM_ENV_FILE``, else ``<config dir>/env``;
-- state directory (cursors, ledger, lock): ``OM_STATE_DIR``, else ``<memory dir>/.om``;
+- state directory (cursors, ledger, lock): ``OM_STATE_DIR``, else ``<memory dir>/.om``; the
+  prepared startup context ``context.json`` and its output rendered ahead ``context.rendered``
+  are there too;
 - search index: ``OM_INDEX_PATH``, else ``<state dir>/index.sqlite3``;
 - installed integrations: ``<config dir>/integrations.json``; backups of the files ``om install``
   changed: ``OM_BACKUP_DIR``, else ``<config dir>/backups``;
@@ -59,6 +61,7 @@ __all__ = [
     "observer_lock_path",
     "observer_session",
     "queue_dir",
+    "rendered_context_file",
     "state_db_path",
     "state_dir",
     "turns_path",
@@ -163,8 +166,14 @@ def context_file(environ: Mapping[str, str] | None = None) -> str:
 
 
 def context_path(environ: Mapping[str, str] | None = None) -> Path:
-    """The prepared startup context (``om context`` reads only this file)."""
+    """The prepared startup context (``om context`` reads only this file, or the next)."""
     return _path(context_file(environ))
+
+
+def rendered_context_file(environ: Mapping[str, str] | None = None) -> str:
+    """``om context``'s output rendered ahead from ``context.json`` (``<state dir>``, beside it,
+    so it moves with ``OM_STATE_DIR``), as a string like ``context_file``."""
+    return os.path.join(_state_dir(_env(environ)), "context.rendered")
 
 
 def usage_path(environ: Mapping[str, str] | None = None) -> Path:

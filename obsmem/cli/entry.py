@@ -65,11 +65,18 @@ def main() -> None:
 
 def _run(argv: list[str]) -> None:
     if argv and argv[0] == "context":
-        from obsmem.context.startup import fast_main
+        # What was rendered ahead needs nothing but ``os``; anything else loads the full path.
+        from obsmem.context.rendered import prepared, request
 
-        status = fast_main(argv[1:])
-        if status is not None:
-            sys.exit(status)
+        asked = request(argv[1:])
+        if asked is not None:
+            text = prepared(asked)
+            if text is not None:
+                print(text)
+                sys.exit(0)
+            from obsmem.context.startup import answer
+
+            sys.exit(answer(asked))
     if argv and argv[0] == "hook":
         from obsmem.integrations.hooks import fast_main as hook_main
 

@@ -9,17 +9,23 @@ kept byte for byte and also feeds the context. Each generated part stays within 
 (``OM_PROFILE_TOKENS``, ``OM_ACTIVE_TOKENS``) whatever the memory's size: the lines are chosen by
 importance, recency and how many observations confirm them; everything else stays in
 reflections.md and search. ``context.json`` is the same material as data, for ``om context``,
-bounded too (the best lines of each section and project).
+bounded too (the best lines of each section and project); ``context.rendered`` holds what
+``om context`` prints from it for the requests a session start makes (``obsmem.context.rendered``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from pathlib import Path
 
+from obsmem import paths
+from obsmem.context import rendered
 from obsmem.context.gather import (
     RECENT_DAYS,
     Candidate,
@@ -33,12 +39,16 @@ from obsmem.context.gather import (
 from obsmem.context.startup import (
     ABOUT,
     ACTIVE,
+    AGENTS,
     CHARS_PER_TOKEN,
     DECISIONS,
     LAST,
     LOOPS,
     RECENT,
     ContextEntry,
+    build_context,
+    hook_output,
+    load_entries,
 )
 from obsmem.memory.atomic import atomic_write
 from obsmem.memory.markdown import blank_generated, body, decode, encode, newline_of, split_lines
@@ -60,6 +70,9 @@ BUSY_PROJECTS = 5
 MAX_ENTRIES = 1000
 #: Projects listed in active.md's Current Projects.
 MAX_PROJECTS = 10
+#: Projects the startup context is rendered ahead for (those worked on last), besides "a
+#: directory memory knows nothing of" and "no project".
+RENDERED_PROJECTS = 12
 _PROFILE_HEADINGS = ("Identity", "Preferences", "Working style", "Key facts")
 
 
@@ -306,11 +319,55 @@ def prepare_context(
             "utf-8", "replace"
         )
         old = store.read_bytes(store.context_path)
+        ahead = Path(paths.rendered_context_file({"OM_STATE_DIR": str(store.state_dir)}))
         if _without_stamp(old) != _without_stamp(encoded):
+            # Gone first: a crash between the two writes must not leave it over another source.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(ahead)
             atomic_write(store.context_path, encoded)
             result.written.append(store.context_path.name)
+        ready = render_ahead(store.context_path)
+        if ready is not None and ready != store.read_bytes(ahead):
+            atomic_write(ahead, ready)
     result.entries = entries
     return result
+
+
+def render_ahead(source: Path) -> bytes | None:
+    """The ``context.rendered`` file for the ``context.json`` at ``source``: what ``om context``
+    prints for each agent at the default budget, today, for the projects worked on last, for a
+    directory memory knows nothing of and for no project; None when ``source`` changed while
+    being read. It is rendered from the file as ``om context`` reads it, so the two agree."""
+    day = rendered.local_day()
+    try:
+        identity = rendered.source_identity(str(source))
+        entries, _ = load_entries(source)
+        if rendered.source_identity(str(source)) != identity:
+            return None
+    except OSError:
+        return None
+    last: dict[str, str] = {}
+    for entry in entries:
+        if entry.project and entry.project != rendered.UNKNOWN:
+            last[entry.project] = max(last.get(entry.project, ""), entry.date or "")
+    projects: list[str | None] = [None]
+    if not any(rendered.UNKNOWN in e.text.casefold() or e.project == rendered.UNKNOWN
+               for e in entries):  # fmt: skip
+        projects.append(rendered.UNKNOWN)  # (a NUL in memory, never in practice: no stranger's)
+    projects += sorted(last, key=lambda p: (last[p], p), reverse=True)[:RENDERED_PROJECTS]
+    outputs: dict[tuple[str, str | None], str] = {}
+    for project in projects:
+        text = build_context(entries, project=project, today=date.fromisoformat(day))
+        for agent in AGENTS:
+            outputs[agent, project] = hook_output(agent, text)
+    return rendered.encode(
+        day,
+        rendered.DEFAULT_BUDGET,
+        identity,
+        outputs,
+        (e.text for e in entries),
+        (e.project for e in entries if e.project),
+    )
 
 
 def _project_anchors(kept: list[Candidate], today: date) -> dict[str | None, str]:

@@ -1,4 +1,7 @@
-"""``om context``: the hot path of every session start. Read prepared data, choose, print.
+"""``om context``: read prepared data, choose, print. Session starts are served from what
+``obsmem.context.rendered`` rendered ahead with this module's ``build_context``; this is the path
+for everything else (another budget, day or project, or a memory changed since), and it must stay
+quick too.
 
 Imports only the standard library and ``obsmem.paths``: no click, no LLM SDK, no numpy, no
 parser, not even ``dataclasses``, ``typing``, ``datetime`` or ``pathlib`` (each costs
@@ -17,6 +20,15 @@ import json
 import math
 import os
 
+from obsmem.context.rendered import (
+    AGENTS,
+    DEFAULT_BUDGET,
+    Request,
+    prepared,
+    project_for,
+    request,
+    stdin_cwd,
+)
 from obsmem.context.when import ago, ordinal, today_ordinal, with_plan
 
 TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
@@ -24,10 +36,11 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from datetime import date
     from pathlib import Path
-    from typing import IO, Any
+    from typing import Any
 
 __all__ = [
     "ABOUT",
+    "AGENTS",
     "DECISIONS",
     "DEFAULT_BUDGET",
     "LAST",
@@ -36,14 +49,16 @@ __all__ = [
     "RECENT",
     "SECTION_ORDER",
     "ContextEntry",
+    "answer",
     "build_context",
+    "fast_main",
     "hook_output",
     "load_entries",
     "project_for",
+    "run_context",
     "stdin_cwd",
 ]
 
-DEFAULT_BUDGET = 6000
 CHARS_PER_TOKEN = 4
 
 #: Prepared sections (``ContextEntry.section``).
@@ -74,9 +89,6 @@ FOOTER = (
 )
 #: Most lines about other projects in the context of a project memory knows.
 OTHER_LINES = 12
-#: How long ``om context`` waits for a hook's JSON on a standard input that is not a terminal.
-STDIN_WAIT = 0.3
-_MAX_PAYLOAD = 1 << 20
 
 
 class ContextEntry:
@@ -191,74 +203,6 @@ def load_entries(path: str | Path) -> tuple[list[ContextEntry], str | None]:
             )
         )
     return entries, _str(data.get("generated_at"))
-
-
-def project_for(cwd: str | None) -> str | None:
-    """The project name of a working directory: its git repository's folder, else its own name.
-
-    (``os.path`` rather than ``pathlib``: its import alone would cost every session start.)"""
-    if not cwd:
-        return None
-    start = os.path.normpath(cwd)
-    home = os.path.expanduser("~")
-    current = start
-    try:
-        while True:
-            if os.path.exists(os.path.join(current, ".git")):
-                return os.path.basename(current) or None
-            parent = os.path.dirname(current)
-            if current == home or parent == current:
-                break
-            current = parent
-    except (OSError, ValueError):
-        pass
-    return os.path.basename(start) or None
-
-
-def stdin_cwd(stream: IO[Any] | None = None, wait: float = STDIN_WAIT) -> str | None:
-    """The ``cwd`` of the hook's JSON payload on standard input, or None.
-
-    Agents start SessionStart hooks with a JSON object on stdin (``session_id``, ``cwd``, ...);
-    its ``cwd`` is the session's directory, which can differ from the hook process's own. A
-    terminal is never read, and a silent pipe is given up on after ``wait`` seconds, so
-    ``om context`` typed by hand or run from a script never hangs.
-    """
-    import sys
-
-    stream = stream if stream is not None else sys.stdin
-    try:
-        if stream is None or stream.closed or stream.isatty():
-            return None
-        fd = stream.fileno()
-    except (OSError, ValueError):
-        return None
-    import select
-    import time
-
-    data = b""
-    deadline = time.monotonic() + wait
-    payload: object = None
-    while len(data) < _MAX_PAYLOAD:
-        try:
-            ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
-            chunk = os.read(fd, 65536) if ready else b""
-        except (OSError, ValueError):
-            break
-        if not chunk:
-            break
-        data += chunk
-        try:
-            payload = json.loads(data)
-            break  # a whole object arrived: no need to wait for the end of the stream
-        except ValueError:
-            continue
-    if payload is None:
-        try:
-            payload = json.loads(data) if data.strip() else None
-        except ValueError:
-            return None
-    cwd = payload.get("cwd") if isinstance(payload, dict) else None
-    return os.path.expanduser(cwd) if isinstance(cwd, str) and cwd.strip() else None
 
 
 def _tokens(text: str) -> int:
@@ -423,9 +367,6 @@ def hook_output(agent: str, text: str) -> str:
     return json.dumps(payload, ensure_ascii=False)
 
 
-AGENTS = ("claude", "codex", "plain")
-
-
 def run_context(
     agent: str = "plain",
     *,
@@ -457,33 +398,34 @@ def fast_main(argv: list[str]) -> int | None:
     """``om context`` without click: parse the few options by hand and print.
 
     Returns the exit status, or None when the arguments need the full command line (help, an
-    unknown option, a bad value): click then explains the problem properly. At a session start
-    nothing may break the agent: an unexpected error still prints a valid, empty hook reply.
-    The session's directory is ``--cwd`` when given, else the hook payload's ``cwd``, else the
-    process's own.
+    unknown option, a bad value): click then explains the problem properly. The session's
+    directory is ``--cwd`` when given, else the hook payload's ``cwd``, else the process's own.
+    What was rendered ahead (``obsmem.context.rendered``) is printed when it is what
+    ``run_context`` would print; ``answer`` gives the rest.
     """
-    options: dict[str, str | None] = {"--for": "plain", "--cwd": None, "--budget": None}
-    args = list(argv)
-    while args:
-        arg = args.pop(0)
-        name, sep, value = arg.partition("=")
-        if name not in options:
-            return None
-        if not sep:
-            if not args:
-                return None
-            value = args.pop(0)
-        options[name] = value
-    agent, budget = options["--for"] or "plain", options["--budget"] or str(DEFAULT_BUDGET)
-    if agent not in AGENTS or not budget.isdigit() or not 200 <= int(budget) <= 200_000:
+    asked = request(argv)
+    if asked is None:
         return None
+    text = prepared(asked)
+    if text is None:
+        return answer(asked)
+    print(text)
+    return 0
+
+
+def answer(asked: Request) -> int:
+    """Print ``run_context``'s answer to ``asked`` and return the exit status (0).
+
+    At a session start nothing may break the agent: an unexpected error still prints a valid,
+    empty hook reply, and says why on stderr."""
     try:
-        cwd = options["--cwd"] or stdin_cwd()
-        text = run_context(agent, cwd=cwd, budget=int(budget))
+        if asked.error is not None:
+            raise asked.error
+        text = run_context(asked.agent, cwd=asked.cwd, budget=asked.budget)
     except Exception as exc:
         import sys
 
         print(f"om: context unavailable: {type(exc).__name__}: {exc}", file=sys.stderr)
-        text = hook_output(agent, "")
+        text = hook_output(asked.agent, "")
     print(text)
     return 0

@@ -44,6 +44,7 @@ _STATE_FILES = (
     "memory.lock",
     "worker.lock",
     "context.json",
+    "context.rendered",
     "usage.jsonl",
     "external-files.json",
     "reflector.json",
