@@ -5,13 +5,16 @@ Usage: python bench/context_hot.py [--observations 10000 100000] [--important 0.
 
 For each size, builds a memory through the store (forty observations a day ending today, in five
 projects, a third of them important (🔴) by default, every type, a Current Context per day),
-prepares the startup context once (as `om observe` does after writing), then times whole
-`om context --for claude` processes fed the SessionStart hook's JSON on stdin (as Claude Code
-runs it) against a bare `python -c pass`, the two in turn. Target (docs/benchmarks.md): median
-under 2x the bare interpreter; the ratio of the fastest runs is printed too (less sensitive to a
-busy machine). It also reports the size of the derived files and checks that the hot path imports
-no LLM SDK, numpy, click or sqlite3. Run it with the interpreter of a regular (not editable)
-install whose modules are compiled, so start-up is measured as users get it.
+prepares the startup context once (as `om observe` does after writing, which also renders it
+ahead), then times whole `om context --for claude` processes fed the SessionStart hook's JSON on
+stdin (as Claude Code runs it) against a bare `python -c pass`, the two in turn. Target
+(docs/benchmarks.md): median under 2x the bare interpreter; the ratio of the fastest runs and
+that of the median CPU times (user + system, less sensitive to a busy machine) are printed too.
+It also reports the size of the derived files, checks that the output is what the full path
+(`run_context`) prints, that the hot path imports no LLM SDK, numpy, click or sqlite3, and which
+of `json`, `re`, `math` and the full path's module it loaded (none when the context rendered
+ahead was used). Run it with the interpreter of a regular (not editable) install whose modules
+are compiled, so start-up is measured as users get it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -30,10 +34,13 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from obsmem.context.prepare import BEGIN, END, prepare_context, tokens
+from obsmem.context.startup import run_context
 from obsmem.memory.model import OBSERVATION_TYPES, Provenance
 from obsmem.memory.store import MemoryStore, new_observation
 
 HEAVY = ("anthropic", "openai", "numpy", "fastembed", "click", "rich", "sqlite3")
+#: What the full path loads and the context rendered ahead does not need.
+FULL_PATH = ("json", "re", "math", "obsmem.context.startup")
 PROJECTS = ("atlas", "hermes-bot", "ledger", "pipeline", "website")
 WORDS = (
     "cache index parser worker queue schema migration release build test deploy config token "
@@ -71,24 +78,31 @@ def build(home: Path, count: int, important: float, seed: int = 7) -> MemoryStor
     return store
 
 
-def timed(cmd: list[str], env: dict[str, str], runs: int, stdin: bytes) -> list[float]:
+def timed(
+    cmd: list[str], env: dict[str, str], runs: int, stdin: bytes
+) -> list[tuple[float, float]]:
+    """(wall, CPU) milliseconds of each of ``runs`` whole processes; CPU is user + system."""
     out = []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(cmd, env=env, input=stdin, check=True, stdout=subprocess.DEVNULL)
-        out.append((time.perf_counter() - t0) * 1000)
+        wall = (time.perf_counter() - t0) * 1000
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+        out.append((wall, cpu))
     return out
 
 
 def interleaved(
     cmd: list[str], env: dict[str, str], runs: int, stdin: bytes
-) -> tuple[list[float], list[float], list[float]]:
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]], list[tuple[float, float]]]:
     """``cmd``, a bare ``python -c pass`` and ``python -c "import re, json"`` (what the console
     script and reading JSON cost before om does anything) run in turn, so that a machine whose
     load changes during the measurement weighs on all alike."""
-    context: list[float] = []
-    bare: list[float] = []
-    floor: list[float] = []
+    context: list[tuple[float, float]] = []
+    bare: list[tuple[float, float]] = []
+    floor: list[tuple[float, float]] = []
     for _ in range(runs):
         context += timed(cmd, env, 1, stdin)
         bare += timed([sys.executable, "-c", "pass"], env, 1, b"")
@@ -118,15 +132,22 @@ def measure(count: int, important: float, runs: int) -> dict[str, object]:
         env = {**os.environ, "OM_HOME": str(home)}
         cmd = [om, "context", "--for", "claude"]
         timed(cmd, env, 2, payload)  # warm the page cache
-        context, bare, floor = interleaved(cmd, env, runs, payload)
+        runs_context, runs_bare, runs_floor = interleaved(cmd, env, runs, payload)
+        context, bare, floor = ([w for w, _ in r] for r in (runs_context, runs_bare, runs_floor))
+        cpu_context, cpu_bare = ([c for _, c in r] for r in (runs_context, runs_bare))
         probe = subprocess.run(
             [sys.executable, "-c",
-             "import sys; sys.argv=['om','context','--for','claude']\n"
+             "import sys; sys.argv=['om','context','--for','claude']; before=set(sys.modules)\n"
              "from obsmem.cli.entry import main\ntry:\n main()\nexcept SystemExit: pass\n"
-             f"print('IMPORTED', [m for m in {HEAVY!r} if m in sys.modules], file=sys.stderr)"],
+             "new=[m for m in sys.modules if m not in before]\n"
+             f"print('IMPORTED', [m for m in {HEAVY!r} if m in new], file=sys.stderr)\n"
+             f"print('FULL', [m for m in {FULL_PATH!r} if m in new], file=sys.stderr)"],
             env=env, input=payload, capture_output=True, check=True,
         )  # fmt: skip
         out = subprocess.run(cmd, env=env, input=payload, capture_output=True, check=True).stdout
+        full = run_context("claude", cwd=str(cwd), environ={"OM_HOME": str(home)})
+        report = probe.stderr.decode()
+        ahead = store.state_dir / "context.rendered"
         result = {
             "observations": count,
             "important_share": important,
@@ -134,6 +155,7 @@ def measure(count: int, important: float, runs: int) -> dict[str, object]:
             "prepare_seconds": round(prepare_s, 2),
             "entries_prepared": len(prepared.entries),
             "context_json_bytes": store.context_path.stat().st_size,
+            "rendered_bytes": ahead.stat().st_size if ahead.exists() else 0,
             "profile_tokens": _generated_tokens(home / "profile.md"),
             "active_tokens": _generated_tokens(home / "active.md"),
             "context_ms": {
@@ -145,12 +167,19 @@ def measure(count: int, important: float, runs: int) -> dict[str, object]:
                 "median": round(statistics.median(bare), 1),
                 "min": round(min(bare), 1),
             },
+            "cpu_ms": {
+                "context": round(statistics.median(cpu_context), 1),
+                "python_pass": round(statistics.median(cpu_bare), 1),
+            },
             "output_bytes": len(out),
             "project_first": "This project (atlas)" in out.decode(),
-            "heavy_imports": probe.stderr.decode().strip().rsplit("IMPORTED", 1)[-1].strip(),
+            "same_as_full_path": out.decode() == full + "\n",
+            "heavy_imports": report.split("IMPORTED", 1)[-1].split("\n", 1)[0].strip(),
+            "full_path_imports": report.split("FULL", 1)[-1].strip(),
         }
     result["ratio"] = round(statistics.median(context) / statistics.median(bare), 2)
     result["ratio_of_minimums"] = round(min(context) / min(bare), 2)
+    result["cpu_ratio"] = round(statistics.median(cpu_context) / statistics.median(cpu_bare), 2)
     result["re_json_ratio"] = round(statistics.median(floor) / statistics.median(bare), 2)
     return result
 
