@@ -30,6 +30,7 @@ def _om_files(home: Path) -> list[Path]:
         home / ".om" / "provenance.jsonl",
         home / ".om" / "memory.lock",
         home / ".om" / "context.json",
+        home / ".om" / "context.rendered",
         home / ".om" / "queue" / "20260101-abc-1.json",
         home / ".om" / "queue" / "throttle" / "abc",
         home / "logs" / "observe.log",
