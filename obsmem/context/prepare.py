@@ -21,7 +21,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from obsmem import paths
@@ -335,10 +335,11 @@ def prepare_context(
 
 def render_ahead(source: Path) -> bytes | None:
     """The ``context.rendered`` file for the ``context.json`` at ``source``: what ``om context``
-    prints for each agent at the default budget, today, for the projects worked on last, for a
-    directory memory knows nothing of and for no project; None when ``source`` changed while
-    being read. It is rendered from the file as ``om context`` reads it, so the two agree."""
-    day = rendered.local_day()
+    prints for each agent at the default budget, today and tomorrow, for the projects worked on
+    last, for a directory memory knows nothing of and for no project; None when ``source``
+    changed while being read. It is rendered from the file as ``om context`` reads it, so the
+    two agree."""
+    today = date.fromisoformat(rendered.local_day())
     try:
         identity = rendered.source_identity(str(source))
         entries, _ = load_entries(source)
@@ -355,13 +356,14 @@ def render_ahead(source: Path) -> bytes | None:
                for e in entries):  # fmt: skip
         projects.append(rendered.UNKNOWN)  # (a NUL in memory, never in practice: no stranger's)
     projects += sorted(last, key=lambda p: (last[p], p), reverse=True)[:RENDERED_PROJECTS]
-    outputs: dict[tuple[str, str | None], str] = {}
-    for project in projects:
-        text = build_context(entries, project=project, today=date.fromisoformat(day))
-        for agent in AGENTS:
-            outputs[agent, project] = hook_output(agent, text)
+    outputs: dict[tuple[str, str, str | None], str] = {}
+    # Tomorrow's too: the first session of a day mostly starts before anything is observed.
+    for day in (today, today + timedelta(days=1)):
+        for project in projects:
+            text = build_context(entries, project=project, today=day)
+            for agent in AGENTS:
+                outputs[day.isoformat(), agent, project] = hook_output(agent, text)
     return rendered.encode(
-        day,
         rendered.DEFAULT_BUDGET,
         identity,
         outputs,

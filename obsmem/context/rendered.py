@@ -5,11 +5,12 @@ Every session start runs ``om context``, and most of its time used to go to impo
 prepared (``obsmem.context.prepare``), it is also rendered for what a session start asks for:
 each agent format, the default budget, the projects worked on lately, a directory memory knows
 nothing of, and no project at all. This module reads that file (``paths.rendered_context_file``)
-with nothing beyond ``os``: the header names the day it was rendered for (relative dates change
-at midnight), the budget, and the identity of the ``context.json`` it was rendered from. Any
-mismatch, or a request it does not hold (another budget, a project not rendered), gives None
-and the caller takes the full path (``obsmem.context.startup``), so what is printed is always
-what that path would print.
+with nothing beyond ``os``: each text is filed under the day it was rendered for (relative dates
+change at midnight: today and tomorrow are rendered, so the first session of a day is served
+too), and the header names the budget and the identity of the ``context.json`` they were
+rendered from. Any mismatch, or a request the file does not hold (another budget or day, a
+project not rendered), gives None and the caller takes the full path
+(``obsmem.context.startup``), so what is printed is always what that path would print.
 
 It also reads the hook's payload on stdin (a flat JSON object of strings is read by hand; anything
 else by ``json``) and finds a directory's project, both needed before the choice is made.
@@ -282,30 +283,29 @@ def source_identity(path: str) -> str:
     return f"{stat.st_dev} {stat.st_ino} {stat.st_size} {stat.st_mtime_ns}"
 
 
-def _stamp(day: str, budget: int, source: str) -> bytes:
+def _stamp(budget: int, source: str) -> bytes:
     from obsmem import __version__
 
-    return f"{__version__} {day} {budget} {source}".encode()
+    return f"{__version__} {budget} {source}".encode()
 
 
-def _name(agent: str, project: str | None) -> bytes:
+def _name(day: str, agent: str, project: str | None) -> bytes:
     if project is None:
-        return f"{agent}:-".encode()
+        return f"{day}/{agent}:-".encode()
     if project == UNKNOWN:
-        return f"{agent}:*".encode()
-    return f"{agent}:=".encode() + project.encode("utf-8", _ERRORS).hex().encode()
+        return f"{day}/{agent}:*".encode()
+    return f"{day}/{agent}:=".encode() + project.encode("utf-8", _ERRORS).hex().encode()
 
 
 def encode(
-    day: str,
     budget: int,
     source: str,
-    outputs: Mapping[tuple[str, str | None], str],
+    outputs: Mapping[tuple[str, str, str | None], str],
     texts: Iterable[str],
     projects: Iterable[str],
 ) -> bytes:
-    """The rendered-context file: ``outputs`` (what ``om context`` prints, by agent and project,
-    ``UNKNOWN`` for a directory memory knows nothing of) for ``day`` and ``budget``, rendered
+    """The rendered-context file: ``outputs`` (what ``om context`` prints, by day (ISO), agent
+    and project, ``UNKNOWN`` for a directory memory knows nothing of) at ``budget``, rendered
     from the ``context.json`` whose ``source_identity`` is ``source``; ``texts`` and
     ``projects`` are its entries' texts and projects, which tell whether a directory's name is
     one the rendering for ``UNKNOWN`` does not depend on."""
@@ -315,15 +315,15 @@ def encode(
     ]
     index = [b"projects 0 %d" % len(parts[0]), b"texts %d %d" % (len(parts[0]), len(parts[1]))]
     offset = len(parts[0]) + len(parts[1])
-    stored: dict[bytes, int] = {}  # Claude Code's and Codex's replies are the same bytes today
-    for (agent, project), text in outputs.items():
+    stored: dict[bytes, int] = {}  # the same bytes (two agents, two days) are kept once
+    for (day, agent, project), text in outputs.items():
         data = text.encode("utf-8", _ERRORS)
         if data not in stored:
             stored[data] = offset
             parts.append(data)
             offset += len(data)
-        index.append(b"%s %d %d" % (_name(agent, project), stored[data], len(data)))
-    head = b"\n".join([_MAGIC, _stamp(day, budget, source), *index])
+        index.append(b"%s %d %d" % (_name(day, agent, project), stored[data], len(data)))
+    head = b"\n".join([_MAGIC, _stamp(budget, source), *index])
     return head + b"\n\n" + b"".join(parts)
 
 
@@ -345,7 +345,7 @@ def prepared(asked: Request, environ: Mapping[str, str] | None = None) -> str | 
     lines = head.split(b"\n")
     if not sep or len(lines) < 2 or lines[0] != _MAGIC:
         return None
-    if lines[1] != _stamp(local_day(), asked.budget, source):
+    if lines[1] != _stamp(asked.budget, source):
         return None
     index: dict[bytes, tuple[int, int]] = {}
     try:
@@ -362,13 +362,14 @@ def prepared(asked: Request, environ: Mapping[str, str] | None = None) -> str | 
         return None if where is None else body[where[0] : where[1]].decode("utf-8", _ERRORS)
 
     try:
-        found = part(_name(asked.agent, project))
+        day = local_day()
+        found = part(_name(day, asked.agent, project))
         if found is not None or project is None:
             return found
         key = project.casefold()
         known, texts = part(b"projects"), part(b"texts")
         if known is None or texts is None or key in known.split("\x00") or key in texts:
             return None  # a project memory knows, or one named in its lines: not rendered ahead
-        return part(_name(asked.agent, UNKNOWN))
+        return part(_name(day, asked.agent, UNKNOWN))
     except ValueError:  # not UTF-8: not a file this module wrote
         return None

@@ -113,9 +113,12 @@ def test_another_day_or_budget_is_not_held(
     ahead, full = both(store, "plain", cwd)
     assert ahead == full and "- yesterday: CI green again" in full
     assert both(store, "plain", cwd, budget=1200)[0] is None
-    clock[0] = date(2026, 12, 2)  # relative dates moved at midnight
+    clock[0] = date(2026, 12, 2)  # relative dates moved at midnight: tomorrow's is there too
     ahead, full = both(store, "plain", cwd)
-    assert ahead is None and "- 2 days ago: CI green again" in full
+    assert ahead == full and "- 2 days ago: CI green again" in full
+    clock[0] = date(2026, 12, 3)
+    ahead, full = both(store, "plain", cwd)
+    assert ahead is None and "- 3 days ago: CI green again" in full
     prepare_context(store, today=clock[0])
     assert both(store, "plain", cwd) == (full, full)
 
