@@ -8,6 +8,7 @@ forget, amend, remember) and renders one template. ``SecurityMiddleware`` wraps 
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,15 +47,20 @@ class Viewer:
     notes: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # Every library call the pages make must see this store's memory directory, also the
+        # ones that take an environment rather than a store (context, status, doctor).
+        env = dict(self.environ if self.environ is not None else os.environ)
+        env["OM_HOME"] = str(self.store.home)
+        self.environ = env
         self.index = KeptIndex(self.store.index_path)
         self.templates = environment(
             {"csrf": self.guard.csrf, "types": OBSERVATION_TYPES, "home": str(self.store.home)}
         )
 
-    def page(self, request: Request, name: str, status: int = 200, **values: Any) -> HTMLResponse:
-        """``name`` rendered with ``values`` (and the note a redirect left, if any)."""
+    def page(self, request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+        """``template`` rendered with ``values`` (and the note a redirect left, if any)."""
         note = self.notes.pop(request.query_params.get("note", ""), None)
-        html = self.templates.get_template(name).render(
+        html = self.templates.get_template(template).render(
             request=request, note=note, path=request.url.path, **values
         )
         return HTMLResponse(html, status_code=status)
