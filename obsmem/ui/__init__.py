@@ -24,4 +24,4 @@ def require() -> None:
 
     missing = [name for name, module in _NEEDED if importlib.util.find_spec(module) is None]
     if missing:
-        raise UsageError(f"om ui needs {', '.join(missing)}, which are not installed", INSTALL_HINT)
+        raise UsageError(f"om ui needs {', '.join(missing)}, not installed here", INSTALL_HINT)
