@@ -24,7 +24,10 @@ def test_importance_and_type_change_in_place(store: MemoryStore) -> None:
     assert result.changed and result.file == "observations.md"
     after = store.observations_path.read_text(encoding="utf-8").splitlines()
     assert len(after) == len(before)
-    assert _line(store, "Use uv") == f"- 🔴 10:00 [preference|c=0.80|i=0.85] Use uv for installs ^{obs.id}"
+    assert (
+        _line(store, "Use uv")
+        == f"- 🔴 10:00 [preference|c=0.80|i=0.85] Use uv for installs ^{obs.id}"
+    )
     assert [a for a, b in zip(after, before, strict=True) if a != b] == [result.after]
     again = store.read_observations().observations[0]
     assert (again.id, again.importance, again.type) == (obs.id, 0.85, "preference")
@@ -39,8 +42,8 @@ def test_only_the_type_keeps_the_importance(store: MemoryStore) -> None:
 
 
 def test_a_legacy_line_gets_a_tag_and_keeps_its_id(store: MemoryStore) -> None:
-    atomic_write(store.observations_path,
-                 b"# Observations\n\n## 2026-11-20\n\n- \xf0\x9f\x9f\xa2 09:00 Old style line\n")  # fmt: skip
+    legacy = "# Observations\n\n## 2026-11-20\n\n- 🟢 09:00 Old style line\n"
+    atomic_write(store.observations_path, legacy.encode())
     old = store.read_observations().observations[0]
     amend(store, old.id, importance=0.9)
     new = store.read_observations().observations[0]

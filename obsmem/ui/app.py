@@ -57,7 +57,9 @@ class Viewer:
             {"csrf": self.guard.csrf, "types": OBSERVATION_TYPES, "home": str(self.store.home)}
         )
 
-    def page(self, request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+    def page(
+        self, request: Request, template: str, status: int = 200, **values: Any
+    ) -> HTMLResponse:
         """``template`` rendered with ``values`` (and the note a redirect left, if any)."""
         note = self.notes.pop(request.query_params.get("note", ""), None)
         html = self.templates.get_template(template).render(

@@ -96,9 +96,15 @@ async def search(viewer: Viewer, request: Request) -> Response:
     if query:
         filters = filters_of(request)
         hits = await run_in_threadpool(
-            lambda: search_everything(viewer.store, query, kinds=kinds, filters=filters,
-                                      limit=limit, settings=viewer.settings,
-                                      index=viewer.index)  # fmt: skip
+            lambda: search_everything(
+                viewer.store,
+                query,
+                kinds=kinds,
+                filters=filters,
+                limit=limit,
+                settings=viewer.settings,
+                index=viewer.index,
+            )
         )
     choices = await run_in_threadpool(lambda: facets(viewer.store, index=viewer.index))
     return viewer.page(request, "search.html", query=query or "", hits=hits,

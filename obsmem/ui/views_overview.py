@@ -1,5 +1,4 @@
-"""The pages about memory as a whole: reflections, the vault, the next session's context, status.
-"""
+"""The pages about memory as a whole: reflections, the vault, the next session's context, status."""
 
 from __future__ import annotations
 
@@ -119,7 +118,11 @@ def _usage_by_day(viewer: Viewer) -> list[dict[str, Any]]:
             row["calls"] += 1
     budget = viewer.settings.daily_token_budget
     return [
-        {"day": day.isoformat(), **row, "share": (row["in"] + row["out"]) / budget if budget else None}
+        {
+            "day": day.isoformat(),
+            **row,
+            "share": (row["in"] + row["out"]) / budget if budget else None,
+        }
         for day, row in sorted(days.items(), reverse=True)
     ]
 

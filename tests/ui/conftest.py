@@ -10,12 +10,12 @@ import pytest
 pytest.importorskip("starlette", reason="the viewer needs the ui extra: pip install 'obsmem[ui]'")
 pytest.importorskip("jinja2", reason="the viewer needs the ui extra: pip install 'obsmem[ui]'")
 
-from starlette.testclient import TestClient  # noqa: E402
+from starlette.testclient import TestClient
 
-from obsmem.memory.model import Provenance  # noqa: E402
-from obsmem.memory.store import MemoryStore, new_observation  # noqa: E402
-from obsmem.ui.app import create_app  # noqa: E402
-from obsmem.ui.security import Guard  # noqa: E402
+from obsmem.memory.model import Provenance
+from obsmem.memory.store import MemoryStore, new_observation
+from obsmem.ui.app import create_app
+from obsmem.ui.security import Guard
 
 PORT = 8765
 BASE = f"http://127.0.0.1:{PORT}"
@@ -25,7 +25,7 @@ XSS = (
     "<script>alert('xss')</script>",
     '<img src=x onerror="alert(1)">',
     "[click](javascript:alert(1)) javascript:alert(2)",
-    '"><svg onload=alert(3)> \' onmouseover=\'alert(4)',
+    "\"><svg onload=alert(3)> ' onmouseover='alert(4)",
 )
 
 

@@ -2,11 +2,12 @@
 
 One server and one browser for the module; each test opens pages as a user would. Skipped with
 a message naming what is missing where Chromium or its driver is not installed (`make test`
-installs them as root; CI does).
+installs them as root; CI does). With ``OM_REQUIRE_BROWSER=1`` a missing browser fails instead.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,11 @@ import pytest
 from . import browser
 from .conftest import XSS, observation
 
-pytestmark = pytest.mark.skipif(browser.missing() is not None, reason=browser.missing() or "")
+_MISSING = browser.missing()
+if _MISSING and os.environ.get("OM_REQUIRE_BROWSER"):
+    # Where the browser must be there (CI), its absence is a failure, not a skip.
+    pytest.fail(_MISSING, pytrace=False)
+pytestmark = pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
 
 
 @pytest.fixture(scope="module")

@@ -170,7 +170,7 @@ def test_next_session_shows_the_context_and_its_tokens(client: TestClient) -> No
     assert "Chose PostgreSQL" in page.text
     tokens = int(re.search(r"about <strong>(\d+)</strong> tokens", page.text).group(1))
     assert 0 < tokens <= 800
-    assert '<option selected>atlas</option>' in page.text
+    assert "<option selected>atlas</option>" in page.text
 
 
 def test_next_session_bad_budget_is_an_error_page(client: TestClient) -> None:
@@ -182,7 +182,7 @@ def test_status_shows_sources_usage_index_and_doctor(client: TestClient) -> None
     assert page.status_code == 200
     for shown in ("Sources", "LLM usage per day", "Doctor", "memory directory", "claude"):
         assert shown in page.text
-    assert page.text.count("<tr class=\"v-") >= 5
+    assert page.text.count('<tr class="v-') >= 5
 
 
 def test_static_files_are_served(client: TestClient) -> None:
