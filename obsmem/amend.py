@@ -4,8 +4,8 @@ The observation keeps its id and its text; only its tag changes (and its priorit
 follows the importance, unless the line is marked done). The line is rewritten where it is, in
 ``observations.md`` or in an archive month, under the memory lock and atomically, with the same
 guard against a file saved meanwhile as every other write of the store. What is derived from
-importance and type (the startup context, the vault pages) is regenerated afterwards, and the
-index notices the changed file on its next refresh.
+importance and type (the startup context, the vault pages, the index) is brought up to date
+afterwards, as after an observe.
 
 Only single-line observations are edited this way: one that continues over several lines is
 the user's own prose, better corrected in the file itself.
@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from obsmem.errors import NotFound, OmError, UsageError
+from obsmem.derived import update_derived
+from obsmem.errors import NotFound, UsageError
 from obsmem.memory import guard
 from obsmem.memory.atomic import atomic_write
 from obsmem.memory.lines import render_observation
@@ -37,7 +38,6 @@ class Amended:
     line: int
     before: str
     after: str
-    derived: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -128,21 +128,7 @@ def amend(
     with store.lock():
         result = guard.retry_changed(step)
     if result.changed:
-        _update_derived(store, result)
+        # Importance and type decide what the startup context and the vault pages hold; a
+        # failure there loses nothing (the line is written) and is reported.
+        result.problems = update_derived(store)
     return result
-
-
-def _update_derived(store: MemoryStore, result: Amended) -> None:
-    """Regenerate what importance and type decide: the startup context and the vault pages. A
-    failure loses nothing (the line is written; the next observe regenerates them)."""
-    from obsmem.context.prepare import prepare_context
-    from obsmem.reflect.router import route
-
-    try:
-        result.derived += prepare_context(store).written
-    except OmError as exc:
-        result.problems.append(f"startup context not prepared: {exc}")
-    try:
-        result.derived += route(store).pages_written
-    except OmError as exc:
-        result.problems.append(f"vault not updated: {exc}")
