@@ -43,6 +43,8 @@ PRIORITY_NAMES: dict[str, str] = {name: emoji for emoji, name in PRIORITIES.item
 MAX_PAGE = 500
 
 _DATE_COLUMN = ENTRY_COLUMNS.index("date")
+#: ``facets`` answers on kept connections: (index path, kinds) -> (index version, answer).
+_FACETS: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, int, int], dict[str, list[str]]]] = {}
 _CURSOR = re.compile(r"^(\d{4}-\d{2}-\d{2})\.(\d{1,18})$")
 
 
@@ -130,21 +132,34 @@ def facets(
     store: MemoryStore, *, kinds: Sequence[str] = OBSERVATION_KINDS, index: KeptIndex | None = None
 ) -> dict[str, list[str]]:
     """The projects, agents and types the entries of ``kinds`` carry, each sorted: the choices a
-    filter offers. Reads the index as it is (the page that shows them refreshed it)."""
+    filter offers. Reads the index as it is (the page that shows them refreshed it).
+
+    Finding them reads every row (one scan, tens of milliseconds at 100,000 entries), so on a
+    kept connection the answer is remembered until the index changes: SQLite's ``data_version``
+    moves when another connection commits, ``total_changes`` when this one writes."""
     marks = ", ".join("?" for _ in kinds)
-    out: dict[str, list[str]] = {"project": [], "agent": [], "type": []}
+    sql = (
+        f"SELECT DISTINCT project, agent, type FROM entries WHERE kind IN ({marks}) "
+        "AND (project IS NOT NULL OR agent IS NOT NULL OR type IS NOT NULL)"
+    )
     if not store.home.is_dir():
-        return out
+        return {"project": [], "agent": [], "type": []}
 
     def work(conn: sqlite3.Connection) -> dict[str, list[str]]:
-        for column in out:
-            rows = conn.execute(
-                f"SELECT DISTINCT {column} FROM entries WHERE kind IN ({marks}) "
-                f"AND {column} IS NOT NULL AND {column} != ''",
-                list(kinds),
-            ).fetchall()
-            out[column] = sorted(str(row[0]) for row in rows)
-        return out
+        version = (id(conn), conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+        key = (str(store.index_path), tuple(kinds))
+        known = _FACETS.get(key)
+        if known is not None and known[0] == version:
+            return {name: list(values) for name, values in known[1].items()}
+        found: dict[str, set[str]] = {"project": set(), "agent": set(), "type": set()}
+        for row in conn.execute(sql, list(kinds)):
+            for name, value in zip(found, row, strict=True):
+                if value:
+                    found[name].add(str(value))
+        out = {name: sorted(values) for name, values in found.items()}
+        if index is not None:
+            _FACETS[key] = (version, out)
+        return {name: list(values) for name, values in out.items()}
 
     result: dict[str, list[str]] = (
         index.run(work) if index is not None else using_index(store.index_path, work)

@@ -99,3 +99,22 @@ def test_facets_list_the_choices(store: MemoryStore) -> None:
         "agent": ["claude"],
         "type": ["decision", "fact"],
     }
+
+
+def test_facets_on_a_kept_index_follow_new_entries(store: MemoryStore) -> None:
+    from obsmem.search.recall import KeptIndex
+
+    _fill(store, days=1, per_day=1)
+    kept = KeptIndex(store.index_path)
+    try:
+        browse(store, index=kept)
+        assert facets(store, index=kept)["project"] == ["billing"]
+        store.add_observations([
+            new_observation("a new project appears", date="2026-11-30", type="event",
+                            provenance=Provenance(path="", project="zephyr", agent="codex"))
+        ])  # fmt: skip
+        browse(store, index=kept)  # the page's refresh, on the kept connection
+        assert facets(store, index=kept)["project"] == ["billing", "zephyr"]
+        assert facets(store, index=kept)["type"] == ["decision", "event"]
+    finally:
+        kept.close()
