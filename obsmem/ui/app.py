@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from obsmem.errors import NotFound, OmError
+from obsmem.cli.entry import failure
+from obsmem.errors import NotFound, explain
 from obsmem.memory.model import OBSERVATION_TYPES
 from obsmem.memory.store import MemoryStore
 from obsmem.search.recall import KeptIndex
@@ -92,10 +94,27 @@ def create_app(
 
     def bind(view: Any) -> Any:
         async def endpoint(request: Request) -> Response:
-            response: Response = await view(viewer, request)
+            try:
+                response: Response = await view(viewer, request)
+            except Exception as exc:
+                return failed(request, exc)
             return response
 
         return endpoint
+
+    def failed(request: Request, exc: Exception) -> Response:
+        """The error page: om's one-line message (and its fix) for what the user can fix, one
+        line on the server's stderr for a bug (its traceback only with ``OM_DEBUG``)."""
+        known = explain(exc)
+        if known is None:
+            if os.environ.get("OM_DEBUG"):
+                raise exc
+            line, _ = failure(exc)
+            print(line, file=sys.stderr)
+            return viewer.page(request, "error.html", status=500, message=line, hint=None)
+        status = 404 if isinstance(known, NotFound) else 400
+        return viewer.page(request, "error.html", status=status, message=known.message,
+                           hint=known.hint)  # fmt: skip
 
     routes = [
         Route("/", bind(views_memory.timeline)),
@@ -112,19 +131,13 @@ def create_app(
         Mount("/static", StaticFiles(packages=[("obsmem.ui", "static")]), name="static"),
     ]
 
-    async def om_error(request: Request, exc: Exception) -> Response:
-        status = 404 if isinstance(exc, NotFound) else 400
-        message = exc.message if isinstance(exc, OmError) else str(exc)
-        hint = exc.hint if isinstance(exc, OmError) else None
-        return viewer.page(request, "error.html", status=status, message=message, hint=hint)
-
     async def not_found(request: Request, exc: Exception) -> Response:
         return viewer.page(request, "error.html", status=404, message="no such page", hint=None)
 
     app = Starlette(
         routes=routes,
         middleware=[Middleware(SecurityMiddleware, guard=viewer.guard)],
-        exception_handlers={OmError: om_error, 404: not_found},
+        exception_handlers={404: not_found},
     )
     app.state.viewer = viewer
     return app

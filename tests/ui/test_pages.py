@@ -188,3 +188,42 @@ def test_status_shows_sources_usage_index_and_doctor(client: TestClient) -> None
 def test_static_files_are_served(client: TestClient) -> None:
     assert "confirm" in client.get("/static/om.js").text
     assert client.get("/static/om.css").headers["content-type"].startswith("text/css")
+
+
+def test_a_bug_is_one_line_not_a_traceback(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from obsmem.ui import views_overview
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.delenv("OM_DEBUG", raising=False)
+    monkeypatch.setattr(views_overview, "collect_status", broken)
+    page = client.get("/status")
+    assert page.status_code == 500
+    assert "om: internal error: RuntimeError: boom" in page.text
+    err = capsys.readouterr().err
+    assert "om: internal error: RuntimeError: boom" in err
+    assert "Traceback" not in err
+
+
+def test_a_system_error_gets_its_explanation(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from obsmem.ui import views_overview
+
+    def denied(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", "/somewhere/reflections.md")
+
+    monkeypatch.setattr(views_overview, "run_in_threadpool", _raising(denied))
+    page = client.get("/reflections")
+    assert page.status_code == 400
+    assert "/somewhere/reflections.md" in page.text
+
+
+def _raising(function):  # type: ignore[no-untyped-def]
+    async def run(*args: object, **kwargs: object) -> None:
+        function()
+
+    return run
