@@ -57,12 +57,14 @@ def test_serves_the_token_url_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
     assert "om ui: stopped" in out
 
 
-def test_listens_on_loopback_only(tmp_path: Path) -> None:
+def test_listens_on_loopback_only_without_delaying_answers() -> None:
     from obsmem.ui.server import bind
 
     sock = bind(0)
     try:
         assert sock.getsockname()[0] == "127.0.0.1"
+        # Answers leave at once, not after the client's delayed acknowledgement.
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
     finally:
         sock.close()
 
