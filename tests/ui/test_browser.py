@@ -88,6 +88,10 @@ def test_search_from_the_form(served: tuple[Any, Any, Any]) -> None:
     field = driver.find_element("name", "q")
     field.send_keys("postgresql")
     field.submit()
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 10).until(ready.url_contains("q=postgresql"))
     marks = [m.text for m in driver.find_elements("tag name", "mark")]
     assert "PostgreSQL" in marks
     assert "q=postgresql" in driver.current_url
@@ -97,12 +101,19 @@ def test_forget_from_the_entry_page(served: tuple[Any, Any, Any]) -> None:
     store, server, driver = served
     driver.get(server.url("/search?q=bluefin"))
     link = driver.find_element("css selector", "li.hit a.cite")
-    entry_id = link.get_attribute("href").rsplit("/", 1)[1]
-    link.click()
+    href = link.get_attribute("href")
+    entry_id = href.rsplit("/", 1)[1]
+    driver.get(href)
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
     driver.find_element("css selector", "button.danger").click()
-    alert = driver.switch_to.alert  # the script asks first
-    alert.accept()
-    note = driver.find_element("css selector", ".note").text
+    WebDriverWait(driver, 10).until(ready.alert_is_present()).accept()  # the script asks first
+    note = (
+        WebDriverWait(driver, 10)
+        .until(ready.presence_of_element_located(("css selector", ".note")))
+        .text
+    )
     assert f"forgot {entry_id}" in note
     assert "bluefin" not in Path(store.observations_path).read_text(encoding="utf-8")
     assert "bluefin" not in driver.find_element("tag name", "main").text
