@@ -20,6 +20,7 @@ from obsmem.derived import update_derived
 from obsmem.errors import NotFound, UsageError
 from obsmem.memory import guard
 from obsmem.memory.atomic import atomic_write
+from obsmem.memory.ledger import append_observations
 from obsmem.memory.lines import render_observation
 from obsmem.memory.markdown import decode, encode, split_lines
 from obsmem.memory.model import OBSERVATION_TYPES, Observation, priority_for
@@ -116,11 +117,16 @@ def amend(
             )
         before = lines[obs.line - 1]
         indent = before[: len(before) - len(before.lstrip())]
-        rendered = render_observation(replace(_amended(obs, importance, type), depth=0))
+        new = _amended(obs, importance, type)
+        rendered = render_observation(replace(new, depth=0))
         after = indent + rendered + _ending(before)
         result = Amended(wanted, store.relative(path), obs.line, before.rstrip("\r\n"),
                          after.rstrip("\r\n"))  # fmt: skip
         if result.changed:
+            # The ledger first, as every write of the store: the line it keeps for
+            # `om doctor --restore` is then the corrected one, with the same provenance.
+            known = store.provenance().get(wanted)
+            append_observations(store.ledger_path, [replace(new, provenance=known)])
             lines[obs.line - 1] = after
             atomic_write(path, encode("".join(lines)))
         return result

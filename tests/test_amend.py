@@ -87,3 +87,18 @@ def test_the_same_values_write_nothing(store: MemoryStore) -> None:
     stamp = store.observations_path.stat().st_mtime_ns
     assert not amend(store, obs.id, importance=0.5, type="fact").changed
     assert store.observations_path.stat().st_mtime_ns == stamp
+
+
+def test_the_ledger_keeps_the_corrected_line_and_the_provenance(store: MemoryStore) -> None:
+    from obsmem.memory.ledger import read_journal
+    from obsmem.memory.model import Provenance
+
+    source = Provenance(path="/t/s.jsonl", line_start=3, line_end=4, agent="codex", project="x")
+    obs = new_observation("Cache TTL is 60 s", date="2026-11-20", type="fact", importance=0.5,
+                          provenance=source)  # fmt: skip
+    store.add_observations([obs])
+    amend(store, obs.id, importance=0.9, type="decision")
+    assert store.provenance()[obs.id] == source
+    date, line = read_journal(store.ledger_path).lines[obs.id]
+    assert date == "2026-11-20"
+    assert line == _line(store, "Cache TTL")
