@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench reliability clean
+.PHONY: demo test browser lint bench reliability clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,8 +19,24 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/om demo
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(PY) -m pytest -m "not slow"
+
+# The browser tests of `om ui` drive Debian's headless Chromium. Installed here where we can
+# (root with apt-get: CI, containers); elsewhere those tests skip and say what is missing.
+CHROMIUM := /usr/bin/chromium
+CHROMEDRIVER := /usr/bin/chromedriver
+browser:
+	@if [ -x $(CHROMIUM) ] && [ -x $(CHROMEDRIVER) ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium and chromium-driver for the browser tests"; \
+		( apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			chromium chromium-driver ) >/dev/null \
+		|| echo "make test: could not install chromium; the browser tests will be skipped"; \
+	else \
+		echo "make test: no $(CHROMIUM) or $(CHROMEDRIVER) (as root: apt-get install chromium" \
+			"chromium-driver); the browser tests will be skipped"; \
+	fi
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check obsmem tests bench

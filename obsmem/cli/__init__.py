@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 __all__ = ["cli", "main"]
 
 #: Modules whose import registers subcommands on ``cli``.
-COMMAND_MODULES = ("commands", "observe", "reflect", "recall", "install", "forget")
+COMMAND_MODULES = ("commands", "observe", "reflect", "recall", "install", "forget", "ui")
 
 
 def load() -> Any:

@@ -56,6 +56,7 @@ __all__ = [
     "load_entries",
     "project_for",
     "run_context",
+    "startup_entries",
     "stdin_cwd",
 ]
 
@@ -381,6 +382,14 @@ def run_context(
     ``cwd`` None means the process's own directory (the command line first looks at the hook's
     payload on stdin, see ``stdin_cwd``).
     """
+    project = project_for(cwd if cwd is not None else os.getcwd())
+    entries = startup_entries(environ)
+    return hook_output(agent, build_context(entries, budget=budget, project=project))
+
+
+def startup_entries(environ: Mapping[str, str] | None = None) -> list[ContextEntry]:
+    """What a startup context is chosen from: the prepared ``context.json``, prepared once when
+    a memory directory has none yet (slower, but only the first time)."""
     from obsmem import paths
 
     path = paths.context_file(environ)
@@ -390,8 +399,7 @@ def run_context(
         from obsmem.memory.store import MemoryStore
 
         entries = prepare_context(MemoryStore(environ=environ)).entries
-    project = project_for(cwd if cwd is not None else os.getcwd())
-    return hook_output(agent, build_context(entries, budget=budget, project=project))
+    return entries
 
 
 def fast_main(argv: list[str]) -> int | None:
