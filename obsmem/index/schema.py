@@ -201,8 +201,15 @@ CREATE VIRTUAL TABLE entries_fts USING fts5(
 );
 """
 
+# A timeline filtered by project or agent (``om ui``, ``search.browse``) walks these newest
+# first instead of reading every row: a rare project no longer costs a scan of the whole index.
+_V4 = """
+CREATE INDEX entries_project_date ON entries(project, date);
+CREATE INDEX entries_agent_date ON entries(agent, date);
+"""
+
 #: Ordered schema migrations; migration ``n`` (1-based) brings ``user_version`` from n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 
 #: The schema version this code writes and reads.
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -118,3 +118,22 @@ def test_facets_on_a_kept_index_follow_new_entries(store: MemoryStore) -> None:
         assert facets(store, index=kept)["type"] == ["decision", "event"]
     finally:
         kept.close()
+
+
+@pytest.mark.parametrize(("column", "value"), [("project", "billing"), ("agent", "claude")])
+def test_a_filtered_page_walks_its_own_index(store: MemoryStore, column: str, value: str) -> None:
+    """A rare project must not cost a scan of every row (schema 4)."""
+    _fill(store)
+    assert browse(store, filters=Filters(**{column: value}), limit=2).entries
+    conn = sqlite3.connect(store.index_path)
+    plan = " ".join(
+        str(row[3])
+        for row in conn.execute(
+            f"EXPLAIN QUERY PLAN SELECT rowid FROM entries AS e WHERE e.{column} = ? "
+            "AND e.date IS NOT NULL AND e.kind IN ('observation', 'archive') "
+            "ORDER BY e.date DESC, e.rowid DESC LIMIT 3",
+            (value,),
+        )
+    )
+    conn.close()
+    assert f"entries_{column}_date" in plan, plan
