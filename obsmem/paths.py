@@ -13,6 +13,7 @@
   changed: ``OM_BACKUP_DIR``, else ``<config dir>/backups``;
 - logs of the worker and scheduled jobs: ``OM_LOG_DIR``, else ``<memory dir>/logs``;
 - hook work queue: ``<state dir>/queue``;
+- what per-prompt recall already gave each agent session: ``<state dir>/recalled``;
 - the observer run through an agent's CLI: its lock ``<state dir>/observer.lock`` and its working
   directory ``<state dir>/observer`` (sessions started there are om's own, never captured);
 - capture state (cursors, leases): ``<state dir>/state.sqlite3``;
@@ -61,6 +62,7 @@ __all__ = [
     "observer_lock_path",
     "observer_session",
     "queue_dir",
+    "recalled_dir",
     "rendered_context_file",
     "state_db_path",
     "state_dir",
@@ -221,6 +223,12 @@ def logs_dir(environ: Mapping[str, str] | None = None) -> Path:
 def queue_dir(environ: Mapping[str, str] | None = None) -> Path:
     """Work handed over by hooks to the background worker (one small JSON file per job)."""
     return state_dir(environ) / "queue"
+
+
+def recalled_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """What per-prompt recall gave each agent session (one small JSON file per session, pruned
+    by age), so that no prompt of a session is given a memory twice."""
+    return state_dir(environ) / "recalled"
 
 
 #: Set (to 1) in the environment of the agent CLI om runs as its observer: om's hooks started by

@@ -383,6 +383,28 @@ SPECS: tuple[SettingSpec, ...] = (
         "Least time between two checkpoints of one session by the prompt and compaction hooks.",
     ),
     SettingSpec(
+        "OM_PROMPT_RECALL",
+        "prompt_recall",
+        _choice("on", "off"),
+        "on",
+        "`on`: the prompt hook adds the few memories most relevant to each prompt; `off`: none.",
+    ),
+    SettingSpec(
+        "OM_PROMPT_RECALL_TOKENS",
+        "prompt_recall_tokens",
+        _int_range(50, 4000),
+        300,
+        "Most tokens the prompt hook adds to one prompt (its header included).",
+    ),
+    SettingSpec(
+        "OM_PROMPT_RECALL_MIN_SCORE",
+        "prompt_recall_min_score",
+        _float_range(0.0, 20.0),
+        1.5,
+        "Least relevance of a memory the prompt hook adds (BM25 over the log of the memory's "
+        "size: about the number of rare words of the prompt it shares).",
+    ),
+    SettingSpec(
         "OM_IDLE_FLUSH_MINUTES",
         "idle_flush_minutes",
         _float_range(0, 10_080),
@@ -481,6 +503,9 @@ class Settings:
     mcp_token: str = field(default="", repr=False)
     mcp_http_timeout_seconds: float = 10.0
     session_observer_interval_seconds: int = 900
+    prompt_recall: str = "on"
+    prompt_recall_tokens: int = 300
+    prompt_recall_min_score: float = 1.5
     idle_flush_minutes: float = 5.0
     watch_debounce_seconds: float = 5.0
     worker_max_seconds: int = 600

@@ -92,37 +92,6 @@ def parse_search(argv: list[str]) -> dict[str, object] | None:
     return found
 
 
-class _LazyStore:
-    """The ``MemoryStore`` of ``OM_HOME``, built only when something beyond its paths is used.
-
-    A search of an index that its stamp shows fresh (``index/sync.py``) reads ``home`` and
-    ``index_path`` and nothing else; building the store imports the memory modules (parsers,
-    ledger, locks), which cost a cold process more than the query does. Anything else asked of
-    this object builds the real store and is answered by it.
-    """
-
-    def __init__(self, lock_timeout: float) -> None:
-        from obsmem import paths
-
-        self._lock_timeout = lock_timeout
-        self._store: MemoryStore | None = None
-        self.home = paths.memory_dir()
-        self.index_path = paths.index_path()
-        self.turns_path = paths.turns_path()
-        if not (self.home.is_dir() and paths.state_dir().is_dir()):
-            self._real().ensure()  # as the command line's store: created if missing
-
-    def _real(self) -> MemoryStore:
-        if self._store is None:
-            from obsmem.memory.store import MemoryStore
-
-            self._store = MemoryStore(lock_timeout=self._lock_timeout)
-        return self._store
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._real(), name)
-
-
 def search_output(
     store: MemoryStore,
     settings: Settings,
@@ -169,10 +138,11 @@ def search_main(argv: list[str]) -> int | None:
     from obsmem.cli.entry import EXIT_BUG, failure
 
     try:
+        from obsmem.search.entries import LazyStore
         from obsmem.settings import load_settings
 
         settings = load_settings()
-        store: MemoryStore = _LazyStore(settings.lock_timeout_seconds)  # type: ignore[assignment]
+        store: MemoryStore = LazyStore(settings.lock_timeout_seconds)  # type: ignore[assignment]
         words = parsed["query"]
         assert isinstance(words, list)
         limit = parsed["limit"]

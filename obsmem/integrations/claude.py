@@ -1,9 +1,11 @@
 """Claude Code: four hooks in ``settings.json`` and the MCP server in ``.claude.json``.
 
 - ``$CLAUDE_CONFIG_DIR/settings.json`` (``~/.claude/settings.json``): SessionStart prints the
-  startup context, SessionEnd queues the session's transcript for the background worker, and
-  UserPromptSubmit and PreCompact queue a throttled checkpoint. Each is one matcher group in the
-  event's list, beside other tools' groups.
+  startup context, SessionEnd queues the session's transcript for the background worker,
+  UserPromptSubmit adds the memories relevant to the prompt and queues a throttled checkpoint
+  (``om hook prompt``), and PreCompact queues a checkpoint. Each is one matcher group in the
+  event's list, beside other tools' groups; an older install's UserPromptSubmit command
+  (``om hook checkpoint``) is replaced in place.
 - ``.claude.json``: the ``om`` entry of the top-level ``mcpServers`` (user scope, every project).
   Claude Code keeps that file in the home directory, or in ``$CLAUDE_CONFIG_DIR`` when it is set.
   The file is large and Claude Code rewrites it itself, so om touches only ``mcpServers.om``.
@@ -74,7 +76,7 @@ def _specs(ctx: InstallContext) -> list[HookSpec]:
     return [
         HookSpec("SessionStart", ctx.hook_command("context", "--for", NAME), 15),
         HookSpec("SessionEnd", ctx.hook_command("hook", "session-end", "--agent", NAME), 15),
-        HookSpec("UserPromptSubmit", checkpoint, 10),
+        HookSpec("UserPromptSubmit", ctx.hook_command("hook", "prompt", "--agent", NAME), 10),
         HookSpec("PreCompact", checkpoint, 10),
     ]
 

@@ -6,9 +6,10 @@ and a fallback block in ``AGENTS.md``. Everything lives in ``$CODEX_HOME`` (``~/
   and key order stay; each flag's earlier value (or its absence) is recorded so that uninstall
   puts back exactly what was there. Tables om had to create are appended at the end after one
   newline, and uninstall cuts them off again, which gives back the original bytes.
-- ``hooks.json``: SessionStart (matcher ``startup|resume``) prints the startup context; Stop
-  queues a throttled checkpoint of the session. Merged like Claude Code's settings
-  (:mod:`obsmem.integrations.jsonhooks`).
+- ``hooks.json``: SessionStart (matcher ``startup|resume``) prints the startup context;
+  UserPromptSubmit adds the memories relevant to the prompt (``om hook prompt``, a throttled
+  checkpoint too); Stop queues a throttled checkpoint of the session. Merged like Claude Code's
+  settings (:mod:`obsmem.integrations.jsonhooks`).
 - ``AGENTS.md``, which Codex reads at the start of every session: a block between markers saying
   where the memory is and how to search it, for sessions where hooks are off or not yet trusted.
 """
@@ -89,6 +90,9 @@ def detect(ctx: InstallContext) -> bool:
 def _specs(ctx: InstallContext) -> list[HookSpec]:
     return [
         HookSpec("SessionStart", ctx.hook_command("context", "--for", NAME), 15, "startup|resume"),
+        HookSpec(
+            "UserPromptSubmit", ctx.hook_command("hook", "prompt", "--agent", NAME), 10, None
+        ),
         HookSpec("Stop", ctx.hook_command("hook", "checkpoint", "--agent", NAME), 10, None),
     ]
 

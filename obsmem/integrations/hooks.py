@@ -1,10 +1,14 @@
-"""What the agents' hooks run: ``om hook session-end`` and ``om hook checkpoint``.
+"""What the agents' hooks run: ``om hook session-end``, ``om hook checkpoint`` and
+``om hook prompt``.
 
-Both read the hook's JSON payload on stdin (``session_id``, ``transcript_path``, ``cwd``), queue
-a job for the background worker and return at once, printing nothing (Claude Code adds a
-UserPromptSubmit hook's output to the prompt, so silence matters). ``session-end`` asks for a
-``--flush`` observe of the whole session; ``checkpoint`` (prompt submitted, compaction, a Codex
-turn stopping) is throttled per transcript by ``OM_SESSION_OBSERVER_INTERVAL_SECONDS``.
+Each reads the hook's JSON payload on stdin (``session_id``, ``transcript_path``, ``cwd``),
+queues a job for the background worker and returns at once. ``session-end`` asks for a
+``--flush`` observe of the whole session; ``checkpoint`` (compaction, a Codex turn stopping) is
+throttled per transcript by ``OM_SESSION_OBSERVER_INTERVAL_SECONDS``. Both print nothing.
+``prompt`` (UserPromptSubmit) is a checkpoint and per-prompt recall in one process: it prints
+the hook JSON that adds the memories relevant to the payload's ``prompt``
+(:mod:`obsmem.context.recall`), or nothing when none is; one command per event, so the agent
+starts one process per prompt.
 
 A hook must never break the agent: whatever goes wrong, it exits 0 and says why on stderr.
 This module is dispatched before click is imported (see ``obsmem.cli.entry``).
@@ -23,9 +27,17 @@ from typing import Any, TextIO
 from obsmem.integrations.queue import Job, enqueue, throttled
 from obsmem.paths import OBSERVER_SESSION_ENV, agent_home
 
-__all__ = ["EVENTS", "HookResult", "fast_main", "find_transcript", "handle_hook", "read_payload"]
+__all__ = [
+    "EVENTS",
+    "HookResult",
+    "fast_main",
+    "find_transcript",
+    "handle_hook",
+    "prompt_reply",
+    "read_payload",
+]
 
-EVENTS = ("session-end", "checkpoint")
+EVENTS = ("session-end", "checkpoint", "prompt")
 AGENTS = ("claude", "codex", "hermes", "openclaw")
 
 #: A hook payload larger than this is not a hook payload.
@@ -90,7 +102,7 @@ def handle_hook(
     if not transcript.is_file():
         return HookResult("skipped", f"transcript not found: {transcript}", str(transcript))
     path = str(transcript.resolve())
-    if event == "checkpoint":
+    if event in ("checkpoint", "prompt"):
         if interval is None:
             from obsmem.settings import load_settings
 
@@ -106,9 +118,34 @@ def handle_hook(
     return HookResult("queued", "", path, started)
 
 
+def prompt_reply(
+    agent: str, payload: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> str:
+    """What ``om hook prompt`` prints: the UserPromptSubmit JSON adding the memories relevant
+    to the payload's ``prompt``, or "" when there are none (the prompt goes on unchanged)."""
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str) or agent not in ("claude", "codex"):
+        return ""
+    from obsmem.context.recall import hook_reply, recall_for_prompt
+
+    session = payload.get("session_id")
+    cwd = payload.get("cwd")
+    found = recall_for_prompt(
+        prompt,
+        session=session if isinstance(session, str) else "",
+        cwd=cwd if isinstance(cwd, str) and cwd else None,
+        environ=environ,
+    )
+    if not found.text:
+        if os.environ.get("OM_DEBUG"):
+            print(f"om: hook prompt: nothing added ({found.reason})", file=sys.stderr)
+        return ""
+    return hook_reply(found.text)
+
+
 def _usage() -> int:
     print(
-        "usage: om hook session-end|checkpoint [--agent claude|codex|hermes|openclaw] "
+        "usage: om hook session-end|checkpoint|prompt [--agent claude|codex|hermes|openclaw] "
         "(reads the hook's JSON payload on stdin)",
         file=sys.stderr,
     )
@@ -135,10 +172,24 @@ def fast_main(argv: list[str], stdin: TextIO | None = None) -> int:
     if os.environ.get(OBSERVER_SESSION_ENV):
         return 0  # the session om's observer runs: never captured
     try:
-        result = handle_hook(event, agent, read_payload(stdin or sys.stdin))
+        payload = read_payload(stdin or sys.stdin)
+    except Exception as exc:  # never fail the agent's hook
+        print(f"om: hook {event}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 0
+    if event == "prompt":
+        try:
+            reply = prompt_reply(agent, payload)
+        except Exception as exc:  # recall is a bonus: the prompt goes on without it
+            print(f"om: hook prompt: recall: {type(exc).__name__}: {exc}", file=sys.stderr)
+            reply = ""
+        if reply:
+            print(reply)  # a reader gone: entry.main ends quietly, status 0
+    try:
+        result = handle_hook(event, agent, payload)
     except Exception as exc:  # never fail the agent's hook
         print(f"om: hook {event}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 0
     if result.action == "skipped" and os.environ.get("OM_DEBUG"):
         print(f"om: hook {event}: {result.detail}", file=sys.stderr)
     return 0
+

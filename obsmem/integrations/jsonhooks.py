@@ -345,9 +345,21 @@ def _command_check(
             return Check(name, "fail", f"a hook starts {gone}, which does not exist", fix)
     wanted = {spec.event: spec.command for spec in specs}
     stale = sorted({event for event, command in every if command != wanted[event]})
+    older = [e for e in stale if _subcommand(dict(every)[e]) != _subcommand(wanted[e])]
+    if older:
+        detail = f"{', '.join(older)} still start an older om hook command"
+        return Check(name, "warn", detail, fix)
     if stale:
         return Check(name, "warn", f"{', '.join(stale)} start another om than this one", fix)
     return Check(name, "ok", "every hook starts this om")
+
+
+def _subcommand(command: str) -> list[str] | None:
+    """What a hook command asks om to do (its arguments after the program)."""
+    try:
+        return om_argv(shlex.split(command))
+    except ValueError:
+        return None
 
 
 def same_file_record(record: Mapping[str, Any], key: str, path: Path) -> dict[str, Any]:

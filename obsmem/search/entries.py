@@ -18,13 +18,14 @@ from obsmem.search.bm25 import ENTRY_COLUMNS, search_rows
 
 TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
     from obsmem.memory.store import MemoryStore
     from obsmem.search.recall import KeptIndex
     from obsmem.settings import Settings
 
-__all__ = ["SELECT", "Filters", "check_date", "entry_dict", "search_entries"]
+__all__ = ["SELECT", "Filters", "LazyStore", "check_date", "entry_dict", "search_entries"]
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -169,3 +170,37 @@ def search_entries(
         entry["rank"], entry["score"] = rank, score
         out.append(entry)
     return out
+
+
+class LazyStore:
+    """The ``MemoryStore`` of ``OM_HOME``, built only when something beyond its paths is used.
+
+    A search of an index that its stamp shows fresh (``index/sync.py``) reads ``home`` and
+    ``index_path`` and nothing else; building the store imports the memory modules (parsers,
+    ledger, locks), which cost a cold process more than the query does. Anything else asked of
+    this object builds the real store and is answered by it.
+    """
+
+    def __init__(
+        self, lock_timeout: float = 30.0, environ: Mapping[str, str] | None = None
+    ) -> None:
+        from obsmem import paths
+
+        self._lock_timeout = lock_timeout
+        self._environ = environ
+        self._store: MemoryStore | None = None
+        self.home = paths.memory_dir(environ)
+        self.index_path = paths.index_path(environ)
+        self.turns_path = paths.turns_path(environ)
+        if not (self.home.is_dir() and paths.state_dir(environ).is_dir()):
+            self._real().ensure()  # as the command line's store: created if missing
+
+    def _real(self) -> MemoryStore:
+        if self._store is None:
+            from obsmem.memory.store import MemoryStore
+
+            self._store = MemoryStore(environ=self._environ, lock_timeout=self._lock_timeout)
+        return self._store
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._real(), name)

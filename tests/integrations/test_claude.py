@@ -15,6 +15,7 @@ from obsmem.errors import IntegrationError
 from obsmem.integrations import claude
 from obsmem.integrations.base import InstallContext, Plan
 from obsmem.integrations.edits import apply_edits, render_diff
+from obsmem.integrations.jsonhooks import is_om_command
 
 # What a user's settings.json looks like after a while: permissions, env, another tool's hooks on
 # two of om's events (and on one om does not use), written by Claude Code itself (2 spaces).
@@ -134,7 +135,7 @@ def test_install_merges_and_uninstall_restores_the_bytes(
     expected = {
         "SessionStart": (ctx.hook_command("context", "--for", "claude"), 15),
         "SessionEnd": (ctx.hook_command("hook", "session-end", "--agent", "claude"), 15),
-        "UserPromptSubmit": (ctx.hook_command("hook", "checkpoint", "--agent", "claude"), 10),
+        "UserPromptSubmit": (ctx.hook_command("hook", "prompt", "--agent", "claude"), 10),
         "PreCompact": (ctx.hook_command("hook", "checkpoint", "--agent", "claude"), 10),
     }
     for event, (command, timeout) in expected.items():
@@ -201,7 +202,8 @@ def test_a_changed_om_path_updates_the_entries_in_place(
     hooks = json.loads((claude_home / "settings.json").read_text())["hooks"]
     commands = [h["command"] for e in claude.EVENTS for g in hooks[e] for h in g["hooks"]]
     assert [c for c in commands if "context --for claude" in c] == [wanted]
-    assert sum("hook checkpoint" in c for c in commands) == 2  # one per event, not duplicated
+    assert sum("hook checkpoint" in c for c in commands) == 1  # PreCompact, not duplicated
+    assert sum("hook prompt" in c for c in commands) == 1
     server = json.loads((claude_home / ".claude.json").read_text())["mcpServers"]["om"]
     assert server["command"] == str(moved)
     assert not claude.plan_install(
@@ -211,6 +213,35 @@ def test_a_changed_om_path_updates_the_entries_in_place(
     apply_edits(claude.plan_uninstall(ctx).edits, ctx.environ)
     assert (claude_home / "settings.json").read_text() == SETTINGS
     assert (claude_home / ".claude.json").read_text() == DOT_CLAUDE
+
+
+def test_an_older_prompt_hook_is_upgraded_in_place(
+    claude_home: Path, install_context: Build, fake_om: Path
+) -> None:
+    """Installs before per-prompt recall wired UserPromptSubmit to ``om hook checkpoint``: doctor
+    says so, and a new install replaces that command (one om hook per event, never two)."""
+    first = install(install_context())
+    settings = claude_home / "settings.json"
+    ctx = install_context(first.record)
+    new = ctx.hook_command("hook", "prompt", "--agent", "claude")
+    old = ctx.hook_command("hook", "checkpoint", "--agent", "claude")
+    settings.write_text(settings.read_text().replace(json.dumps(new), json.dumps(old)))
+    verdicts = {c.name: (c.verdict, c.detail, c.fix) for c in claude.checks(ctx)}
+    verdict, detail, fix = verdicts["claude: hook commands"]
+    assert verdict == "warn" and "UserPromptSubmit" in detail and "older" in detail
+    assert fix == "run om install --claude"
+
+    second = install(ctx)
+    hooks = json.loads(settings.read_text())["hooks"]
+    ours = [
+        h["command"] for g in hooks["UserPromptSubmit"] for h in g["hooks"] if is_om_command(h["command"])
+    ]
+    assert ours == [new]
+    assert {c.name: c.verdict for c in claude.checks(install_context(second.record))}[
+        "claude: hook commands"
+    ] == "ok"
+    apply_edits(claude.plan_uninstall(ctx).edits, ctx.environ)
+    assert settings.read_text() == SETTINGS
 
 
 def test_dry_run_diff_shows_the_change_and_writes_nothing(

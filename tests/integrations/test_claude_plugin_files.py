@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.memories import ATLAS, KAFKA, topical_memory
 
 import obsmem
 from obsmem.integrations import claude
@@ -203,7 +204,33 @@ def test_every_plugin_hook_runs_as_claude_code_runs_it(om_on_path: Path, tmp_pat
                 assert reply["hookEventName"] == "SessionStart"
                 assert "blue-green" in reply["additionalContext"]
             else:
-                # Claude Code adds a UserPromptSubmit hook's output to the prompt: none.
+                # The prompt's one matching memory came with the startup context: nothing more.
                 assert done.stdout == "", event
         jobs = pending()
     assert jobs  # the session end (and a checkpoint) queued the transcript for the worker
+
+
+def test_the_plugin_prompt_hook_adds_relevant_memories(om_on_path: Path, tmp_path: Path) -> None:
+    topical_memory(ATLAS, KAFKA)  # indexed, no startup context prepared: nothing given yet
+    projects = agent_home("claude") / "projects"
+    shutil.copytree(DEMO, projects)
+    transcript = next(projects.glob("*/*.jsonl"))
+    command = _json(PLUGIN / "hooks" / "hooks.json")["hooks"]["UserPromptSubmit"][0]["hooks"][0]
+    payload = {
+        "session_id": transcript.stem,
+        "transcript_path": str(transcript),
+        "cwd": str(tmp_path),
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "how did the atlas billing migration switch over?",
+    }
+    with _worker_lock(None) as got:
+        assert got
+        done = _run(command["command"], payload, tmp_path)
+        assert done.returncode == 0, done.stderr
+        reply = json.loads(done.stdout)["hookSpecificOutput"]
+        assert reply["hookEventName"] == "UserPromptSubmit"
+        assert ATLAS in reply["additionalContext"] and KAFKA not in reply["additionalContext"]
+        assert len(pending()) == 1  # and the prompt's checkpoint was queued
+        routine = _run(command["command"], {**payload, "prompt": "ok, go on"}, tmp_path)
+    assert (routine.returncode, routine.stdout) == (0, "")

@@ -114,6 +114,17 @@ def test_install_merges_and_uninstall_restores_the_bytes(
             }
         ]
     }
+    assert hooks["UserPromptSubmit"] == [
+        {
+            "hooks": [
+                {
+                    "type": "command",
+                    "command": ctx.hook_command("hook", "prompt", "--agent", "codex"),
+                    "timeout": 10,
+                }
+            ]
+        }
+    ]
     assert hooks["SessionStart"] == [
         {
             "matcher": "startup|resume",
@@ -243,6 +254,7 @@ def test_a_changed_om_path_updates_everything_in_place(
     assert text.count("[mcp_servers.om]") == 1
     hooks = json.loads((codex_home / "hooks.json").read_text())["hooks"]
     assert len(hooks["SessionStart"]) == 1 and len(hooks["Stop"]) == 2
+    assert len(hooks["UserPromptSubmit"]) == 1
     assert (codex_home / "AGENTS.md").read_text().count(codex.BEGIN) == 1
     assert any("/hooks" in note for note in second.notes)  # changed hooks need trusting again
 
@@ -283,7 +295,7 @@ def test_without_a_record_uninstall_removes_only_oms_entries(
     assert config["features"]["hooks"] is True  # unknown whether it was there: left alone
     # An empty list may have been the user's: without the record it stays.
     assert json.loads((codex_home / "hooks.json").read_text()) == {
-        "hooks": {**json.loads(HOOKS)["hooks"], "SessionStart": []}
+        "hooks": {**json.loads(HOOKS)["hooks"], "SessionStart": [], "UserPromptSubmit": []}
     }
     assert (codex_home / "AGENTS.md").read_text() == AGENTS
 
