@@ -22,10 +22,15 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
 
 from obsmem.integrations.queue import Job, enqueue, throttled
 from obsmem.paths import OBSERVER_SESSION_ENV, agent_home
+
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py (every prompt starts this module)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
+
+    from obsmem.settings import Settings
 
 __all__ = [
     "EVENTS",
@@ -119,7 +124,10 @@ def handle_hook(
 
 
 def prompt_reply(
-    agent: str, payload: Mapping[str, Any], environ: Mapping[str, str] | None = None
+    agent: str,
+    payload: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+    settings: Settings | None = None,
 ) -> str:
     """What ``om hook prompt`` prints: the UserPromptSubmit JSON adding the memories relevant
     to the payload's ``prompt``, or "" when there are none (the prompt goes on unchanged)."""
@@ -134,6 +142,7 @@ def prompt_reply(
         prompt,
         session=session if isinstance(session, str) else "",
         cwd=cwd if isinstance(cwd, str) and cwd else None,
+        settings=settings,
         environ=environ,
     )
     if not found.text:
@@ -176,16 +185,21 @@ def fast_main(argv: list[str], stdin: TextIO | None = None) -> int:
     except Exception as exc:  # never fail the agent's hook
         print(f"om: hook {event}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 0
+    interval: float | None = None
     if event == "prompt":
         try:
-            reply = prompt_reply(agent, payload)
+            from obsmem.settings import load_settings
+
+            settings = load_settings()  # read once for the recall and the checkpoint
+            interval = settings.session_observer_interval_seconds
+            reply = prompt_reply(agent, payload, settings=settings)
         except Exception as exc:  # recall is a bonus: the prompt goes on without it
             print(f"om: hook prompt: recall: {type(exc).__name__}: {exc}", file=sys.stderr)
             reply = ""
         if reply:
             print(reply)  # a reader gone: entry.main ends quietly, status 0
     try:
-        result = handle_hook(event, agent, payload)
+        result = handle_hook(event, agent, payload, interval=interval)
     except Exception as exc:  # never fail the agent's hook
         print(f"om: hook {event}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 0

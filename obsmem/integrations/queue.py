@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from obsmem.memory.atomic import ensure_dir
 from obsmem.paths import queue_dir
 
 __all__ = ["Batch", "Job", "enqueue", "pending", "take", "throttled"]
@@ -54,6 +53,8 @@ def _key(transcript: str) -> str:
 
 def enqueue(job: Job, environ: Mapping[str, str] | None = None) -> Path:
     """Write ``job`` to the queue; return its file."""
+    from obsmem.memory.atomic import ensure_dir  # here: a throttled prompt hook never needs it
+
     folder = ensure_dir(queue_dir(environ))
     stamp = time.time_ns()
     path = folder / f"{stamp}-{_key(job.transcript)}-{os.getpid()}.json"
@@ -122,6 +123,8 @@ def throttled(
         if moment - marker.stat().st_mtime < interval:
             return True
     except FileNotFoundError:
+        from obsmem.memory.atomic import ensure_dir
+
         ensure_dir(marker.parent)
     marker.touch()
     os.utime(marker, (moment, moment))

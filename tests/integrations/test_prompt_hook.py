@@ -134,3 +134,33 @@ def test_a_damaged_index_prints_nothing_or_a_whole_reply(
 def test_agents_without_a_prompt_hook_format_get_nothing(transcript: Path) -> None:
     topical_memory(ATLAS)
     assert prompt_reply("hermes", claude_payload("atlas billing migration", transcript)) == ""
+
+
+def test_the_hook_loads_nothing_heavy(transcript: Path) -> None:
+    """The hook runs on every prompt, before the model sees it: no command line framework, no
+    memory parsers, no model. (Speed itself is measured in bench/prompt_recall.py.)"""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    topical_memory(ATLAS)
+    time.sleep(2.1)  # past the index stamp's racy window, so the index reads as fresh
+    heavy = ("click", "rich", "numpy", "fastembed", "obsmem.memory", "obsmem.index.sync")
+    probe = (
+        "import io, sys\n"
+        "sys.argv = ['om', 'hook', 'prompt', '--agent', 'claude']\n"
+        f"sys.stdin = io.StringIO({json.dumps(json.dumps(claude_payload('atlas billing migration', transcript)))})\n"
+        "from obsmem.cli.entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print('LOADED', [m for m in {heavy!r} if m in sys.modules], file=sys.stderr)\n"
+    )
+    with _worker_lock(None):
+        first = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, env=dict(os.environ)
+        )
+        again = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, env=dict(os.environ)
+        )
+    assert ATLAS in first.stdout  # it did search
+    assert again.stderr.strip().endswith("LOADED []"), again.stderr
