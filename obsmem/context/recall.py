@@ -352,5 +352,7 @@ def recall_for_prompt(
 
 def hook_reply(text: str) -> str:
     """The prompt hook's stdout: Claude Code's and Codex's ``UserPromptSubmit`` JSON."""
-    payload = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
+    payload = {
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}
+    }
     return json.dumps(payload, ensure_ascii=False)

@@ -90,9 +90,7 @@ def detect(ctx: InstallContext) -> bool:
 def _specs(ctx: InstallContext) -> list[HookSpec]:
     return [
         HookSpec("SessionStart", ctx.hook_command("context", "--for", NAME), 15, "startup|resume"),
-        HookSpec(
-            "UserPromptSubmit", ctx.hook_command("hook", "prompt", "--agent", NAME), 10, None
-        ),
+        HookSpec("UserPromptSubmit", ctx.hook_command("hook", "prompt", "--agent", NAME), 10, None),
         HookSpec("Stop", ctx.hook_command("hook", "checkpoint", "--agent", NAME), 10, None),
     ]
 

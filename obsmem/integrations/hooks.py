@@ -206,4 +206,3 @@ def fast_main(argv: list[str], stdin: TextIO | None = None) -> int:
     if result.action == "skipped" and os.environ.get("OM_DEBUG"):
         print(f"om: hook {event}: {result.detail}", file=sys.stderr)
     return 0
-

@@ -26,6 +26,7 @@ from obsmem.context.recall import (
 from obsmem.memory.store import MemoryStore
 from obsmem.paths import recalled_dir
 
+
 def _ids(text: str) -> list[str]:
     return re.findall(r"\(id ([0-9a-z]+)\)", text)
 
@@ -46,7 +47,8 @@ def test_routine_prompts_ask_for_nothing(prompt: str) -> None:
 
 def test_mostly_pasted_output_asks_for_nothing() -> None:
     pasted = "again?\n" + "\n".join(
-        f'  File "/srv/app/mod{i}.py", line {i}, in run\n    value = call_{i}(x, y)' for i in range(8)
+        f'  File "/srv/app/mod{i}.py", line {i}, in run\n    value = call_{i}(x, y)'
+        for i in range(8)
     )
     assert prompt_query(pasted)[0] is None
     assert prompt_query(pasted)[1] == "mostly pasted output"
@@ -176,5 +178,8 @@ def test_a_damaged_record_reads_as_a_new_session() -> None:
 def test_the_reply_is_the_documented_hook_json() -> None:
     reply = json.loads(hook_reply("From om: x"))
     assert reply == {
-        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "From om: x"}
+        "hookSpecificOutput": {
+            "hookEventName": "UserPromptSubmit",
+            "additionalContext": "From om: x",
+        }
     }

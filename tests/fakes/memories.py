@@ -23,9 +23,7 @@ FILLER = (
 )
 
 
-def topical_memory(
-    *extra: str, session: str | None = None, day: str = "2026-11-20"
-) -> MemoryStore:
+def topical_memory(*extra: str, session: str | None = None, day: str = "2026-11-20") -> MemoryStore:
     """The memory of ``OM_HOME``: forty ordinary lines and ``extra`` (observed in session
     ``session`` when given), indexed."""
     store = MemoryStore().ensure()

@@ -234,7 +234,10 @@ def test_an_older_prompt_hook_is_upgraded_in_place(
     second = install(ctx)
     hooks = json.loads(settings.read_text())["hooks"]
     ours = [
-        h["command"] for g in hooks["UserPromptSubmit"] for h in g["hooks"] if is_om_command(h["command"])
+        h["command"]
+        for g in hooks["UserPromptSubmit"]
+        for h in g["hooks"]
+        if is_om_command(h["command"])
     ]
     assert ours == [new]
     assert {c.name: c.verdict for c in claude.checks(install_context(second.record))}[

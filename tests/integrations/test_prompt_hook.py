@@ -70,7 +70,9 @@ def test_a_prompt_gets_its_memories_and_a_checkpoint(
 ) -> None:
     topical_memory(ATLAS, KAFKA)
     make = claude_payload if agent == "claude" else codex_payload
-    status, out, _ = _hook(agent, make("where were we with the atlas billing migration?", transcript), capsys)
+    status, out, _ = _hook(
+        agent, make("where were we with the atlas billing migration?", transcript), capsys
+    )
     assert status == 0
     reply = json.loads(out)
     assert set(reply) == {"hookSpecificOutput"}
@@ -116,7 +118,9 @@ def test_a_failing_recall_prints_nothing_and_says_why_on_stderr(
 ) -> None:
     topical_memory(ATLAS)
     monkeypatch.setenv("OM_PROMPT_RECALL_TOKENS", "lots")
-    status, out, err = _hook("claude", claude_payload("atlas billing migration", transcript), capsys)
+    status, out, err = _hook(
+        "claude", claude_payload("atlas billing migration", transcript), capsys
+    )
     assert (status, out) == (0, "")
     assert "OM_PROMPT_RECALL_TOKENS" in err and "Traceback" not in err
 
@@ -147,10 +151,11 @@ def test_the_hook_loads_nothing_heavy(transcript: Path) -> None:
     topical_memory(ATLAS)
     time.sleep(2.1)  # past the index stamp's racy window, so the index reads as fresh
     heavy = ("click", "rich", "numpy", "fastembed", "obsmem.memory", "obsmem.index.sync")
+    payload = json.dumps(claude_payload("atlas billing migration", transcript))
     probe = (
         "import io, sys\n"
         "sys.argv = ['om', 'hook', 'prompt', '--agent', 'claude']\n"
-        f"sys.stdin = io.StringIO({json.dumps(json.dumps(claude_payload('atlas billing migration', transcript)))})\n"
+        f"sys.stdin = io.StringIO({json.dumps(payload)})\n"
         "from obsmem.cli.entry import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         f"print('LOADED', [m for m in {heavy!r} if m in sys.modules], file=sys.stderr)\n"
