@@ -159,7 +159,7 @@ def relevance(args: argparse.Namespace) -> dict[str, Any]:
 
     from locomo_recall import index_conversation, load_conversation, session_of
 
-    from obsmem.context.recall import recall_for_prompt
+    from obsmem.context.prompt_recall import recall_for_prompt
     from obsmem.memory.store import MemoryStore
     from obsmem.settings import load_settings
 

@@ -7,7 +7,7 @@ queues a job for the background worker and returns at once. ``session-end`` asks
 throttled per transcript by ``OM_SESSION_OBSERVER_INTERVAL_SECONDS``. Both print nothing.
 ``prompt`` (UserPromptSubmit) is a checkpoint and per-prompt recall in one process: it prints
 the hook JSON that adds the memories relevant to the payload's ``prompt``
-(:mod:`obsmem.context.recall`), or nothing when none is; one command per event, so the agent
+(:mod:`obsmem.context.prompt_recall`), or nothing when none is; one command per event, so the agent
 starts one process per prompt.
 
 A hook must never break the agent: whatever goes wrong, it exits 0 and says why on stderr.
@@ -134,7 +134,7 @@ def prompt_reply(
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or agent not in ("claude", "codex"):
         return ""
-    from obsmem.context.recall import hook_reply, recall_for_prompt
+    from obsmem.context.prompt_recall import hook_reply, recall_for_prompt
 
     session = payload.get("session_id")
     cwd = payload.get("cwd")

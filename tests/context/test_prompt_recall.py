@@ -13,7 +13,7 @@ from fakes.memories import ATLAS, GRAFANA, KAFKA
 from fakes.memories import topical_memory as _memory
 
 from obsmem.context.prepare import prepare_context
-from obsmem.context.recall import (
+from obsmem.context.prompt_recall import (
     HEADER,
     MAX_LINES,
     RECORD_DAYS,
