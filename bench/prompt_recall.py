@@ -13,8 +13,8 @@ regular install, as Claude Code starts it), each given on stdin the JSON Claude 
 each, so the first prompt of a session (which reads the startup context) is timed as often as
 it happens. The test holds the worker lock, as a busy worker would, so no worker starts: the
 checkpoint is queued (first prompt of a transcript) or throttled, as in use. Reports median,
-p95 and CPU time (user + system) per kind and overall, a bare ``python -c pass`` beside it, and
-the load average. Target (docs/benchmarks.md): p95 under 150 ms at 10,000 observations.
+p95 and CPU time (user + system) per kind and overall, a bare ``python -c pass`` and a cold
+``om search`` (of a short prompt's words) beside it, and the load average. Target (docs/benchmarks.md): p95 under 150 ms at 10,000 observations.
 
 Relevance (``--relevance`` LoCoMo's ``locomo_dev.json``). For each conversation, every turn
 becomes one observation (``locomo_recall.index_conversation``), and recall runs for every
@@ -107,6 +107,8 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
         random.Random(5).shuffle(order)
         samples: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
         bare: list[tuple[float, float]] = []
+        searches: list[tuple[float, float]] = []  # `om search` of a short prompt, for scale
+        search = [str(Path(python).parent / "om"), "search"]
         added = 0
         time.sleep(2.5)  # past the index stamp's racy window, as the search bench does
         with _worker_lock({"OM_HOME": str(home)}) as held:
@@ -132,6 +134,9 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
                 c0, t0 = _cpu(), time.perf_counter()
                 subprocess_run([str(python), "-c", "pass"], env, "")
                 bare.append(((time.perf_counter() - t0) * 1000, (_cpu() - c0) * 1000))
+                c0, t0 = _cpu(), time.perf_counter()
+                subprocess_run([*search, SHORT[n % len(SHORT)]], env, "")
+                searches.append(((time.perf_counter() - t0) * 1000, (_cpu() - c0) * 1000))
     every = [s for kind in samples.values() for s in kind]
     return {
         "observations": args.observations,
@@ -139,6 +144,8 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
         "hook_ms": _stats([w for w, _ in every]),
         "hook_cpu_ms": _stats([c for _, c in every]),
         "by_kind_ms": {k: _stats([w for w, _ in v]) for k, v in samples.items() if v},
+        "om_search_ms": _stats([w for w, _ in searches]),
+        "om_search_cpu_ms": _stats([c for _, c in searches]),
         "python_pass_ms": _stats([w for w, _ in bare]),
         "python_pass_cpu_ms": _stats([c for _, c in bare]),
         "prompts_given_memories": added,

@@ -29,11 +29,11 @@ Imports stay light (no click, no memory parsers, no numpy): the hook's budget is
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import re
 import time
+import zlib
 
 from obsmem import paths
 from obsmem.context.startup import CHARS_PER_TOKEN, build_context, load_entries, project_for
@@ -75,6 +75,10 @@ HEADER = "From om's memory of earlier sessions (`om show ID` for the source):"
 MAX_TEXT_CHARS = 320
 #: Prompts with fewer words than this (stopwords and routine words left out) ask nothing new.
 MIN_WORDS = 2
+#: A long prompt is searched by this many of its words, the longest (rare words tend to be
+#: long; "the", "run", "fix" are short): an OR of every word of a paragraph would match most of
+#: the memory, and BM25 would score each of those entries, on the prompt's critical path.
+MAX_QUERY_WORDS = 12
 
 #: Words that carry no topic in a prompt: acknowledgements and nudges.
 # fmt: off
@@ -90,12 +94,18 @@ ROUTINE_WORDS = frozenset((
 # fmt: on
 
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
-# A message the agent itself puts in the prompt (a sub-agent's result, a command's output).
-_AGENT_MESSAGE = re.compile(r"\s*<[a-z][a-z0-9_-]*(?:\s[^>]*)?>", re.IGNORECASE)
 # Lines that read as pasted material: indented, a traceback or log line, a shell prompt, a diff.
-_PASTED_START = re.compile(
+# A pattern string, compiled by ``re`` on first use: only prompts of several lines need it.
+_PASTED_START = (
     r"(?:\s|\$ |> |>>> |at |File \"|Traceback|[+\-@]{2}|[{}\[\]()<|#=]|\d{1,4}[:\-/.]\d)"
 )
+
+
+def _agent_message(text: str) -> bool:
+    """True for a message the agent itself puts in a prompt (``<task-notification>``...)."""
+    end = text.find(">", 1, 80) if text.startswith("<") else -1
+    name = text[1:end].split(None, 1)[0] if end > 1 and not text[1].isspace() else ""
+    return bool(name) and name[0].isalpha() and all(c.isalnum() or c in "-_:" for c in name)
 
 
 class Recall:
@@ -114,7 +124,7 @@ class Recall:
 
 def _is_prose(line: str) -> bool:
     stripped = line.strip()
-    if not stripped or _PASTED_START.match(line):
+    if not stripped or re.match(_PASTED_START, line):
         return False
     letters = sum(ch.isalpha() or ch == " " for ch in stripped)
     return letters >= 0.75 * len(stripped) and len(stripped.split()) >= 2
@@ -124,14 +134,15 @@ def prompt_query(prompt: str) -> tuple[str | None, str]:
     """The words of ``prompt`` worth searching, or None and why it asks nothing new.
 
     A prompt with pasted material in it is searched by its prose lines alone (a log's words
-    would match anything); one that is mostly pasted material is not searched at all.
+    would match anything); one that is mostly pasted material is not searched at all. A long
+    prompt is searched by its ``MAX_QUERY_WORDS`` longest words.
     """
     text = prompt.strip()
     if not text:
         return None, "empty prompt"
     if text[0] in "/!":
         return None, "a command, not a question"
-    if _AGENT_MESSAGE.match(text):
+    if _agent_message(text):
         return None, "a message from the agent itself"
     lines = text.splitlines()
     if len(lines) > 1:
@@ -140,9 +151,12 @@ def prompt_query(prompt: str) -> tuple[str | None, str]:
             return None, "mostly pasted output"
         text = "\n".join(prose)
     words = [w.casefold() for w in _WORD.findall(text)]
-    topical = [w for w in words if w not in STOPWORDS and w not in ROUTINE_WORDS]
-    if len(set(topical)) < MIN_WORDS:
+    topical = list(dict.fromkeys(w for w in words if w not in STOPWORDS and w not in ROUTINE_WORDS))
+    if len(topical) < MIN_WORDS:
         return None, "a routine prompt"
+    if len(topical) > MAX_QUERY_WORDS:
+        longest = set(sorted(topical, key=len, reverse=True)[:MAX_QUERY_WORDS])
+        return " ".join(w for w in topical if w in longest), ""
     return text, ""
 
 
@@ -174,7 +188,9 @@ def startup_given(
 
 
 def _record_path(session: str, environ: Mapping[str, str] | None) -> str:
-    digest = hashlib.sha256(session.encode("utf-8", "replace")).hexdigest()[:32]
+    data = session.encode("utf-8", "replace")
+    # Two checksums, not hashlib: its import alone costs a prompt more than the search does.
+    digest = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
     return os.path.join(str(paths.recalled_dir(environ)), f"{digest}.json")
 
 

@@ -10,10 +10,10 @@ asked for it.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import time
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +48,9 @@ class Batch:
 
 
 def _key(transcript: str) -> str:
-    return hashlib.sha1(transcript.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    # Checksums, not hashlib, whose import alone would cost every prompt hook a few ms.
+    data = transcript.encode("utf-8", "surrogateescape")
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
 def enqueue(job: Job, environ: Mapping[str, str] | None = None) -> Path:

@@ -16,6 +16,7 @@ from obsmem.context.prepare import prepare_context
 from obsmem.context.prompt_recall import (
     HEADER,
     MAX_LINES,
+    MAX_QUERY_WORDS,
     RECORD_DAYS,
     hook_reply,
     prompt_query,
@@ -183,3 +184,15 @@ def test_the_reply_is_the_documented_hook_json() -> None:
             "additionalContext": "From om: x",
         }
     }
+
+
+def test_a_long_prompt_is_searched_by_its_longest_words() -> None:
+    prompt = (
+        "I want to rework how the observer handles retries when the queue backs up, check the "
+        "ledger schema and the budget, then run the tests and tell me when it is done, thanks"
+    )
+    query, _ = prompt_query(prompt)
+    assert query is not None
+    words = query.split()
+    assert len(words) == MAX_QUERY_WORDS and "observer" in words and "ledger" in words
+    assert "run" not in words  # short words go first
