@@ -11,10 +11,11 @@ regular install, as Claude Code starts it), each given on stdin the JSON Claude 
 ``prompt``). The prompts cycle through four kinds: short questions, routine replies ("ok",
 "go on"), long prompts (a paragraph) and pasted output with a question; sessions of ten prompts
 each, so the first prompt of a session (which reads the startup context) is timed as often as
-it happens. The test holds the worker lock, as a busy worker would, so no worker starts: the
+it happens. The script holds the worker lock, as a busy worker would, so no worker starts: the
 checkpoint is queued (first prompt of a transcript) or throttled, as in use. Reports median,
 p95 and CPU time (user + system) per kind and overall, a bare ``python -c pass`` and a cold
-``om search`` (of a short prompt's words) beside it, and the load average. Target (docs/benchmarks.md): p95 under 150 ms at 10,000 observations.
+``om search`` (of a short prompt's words) beside it, and the load average. Target
+(docs/benchmarks.md): p95 under 150 ms at 10,000 observations.
 
 Relevance (``--relevance`` LoCoMo's ``locomo_dev.json``). For each conversation, every turn
 becomes one observation (``locomo_recall.index_conversation``), and recall runs for every
