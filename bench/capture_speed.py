@@ -1,6 +1,7 @@
 """Capture speed: transcript parsing throughput, and the rescan of unchanged transcripts.
 
 Usage: python bench/capture_speed.py [--mb 100] [--files 1000] [--json]
+       python bench/capture_speed.py --callgrind [--copies 20]
 
 1. Parsing: for each agent, its test fixtures repeated into one large JSONL file (about ``--mb``
    megabytes), read in full by the agent's reader; figure in MB/s (target: over 50). Also in
@@ -8,20 +9,29 @@ Usage: python bench/capture_speed.py [--mb 100] [--files 1000] [--json]
    with every turn redacted as capture does it.
 2. Rescan: ``--files`` Claude Code transcripts whose cursors are all at the end; one ``scan`` of
    them, the work ``om observe`` does when nothing changed (target: under 0.3 s for 1,000).
+3. ``--callgrind``: instructions per turn under ``valgrind --tool=callgrind`` (repeatable on a
+   loaded machine, where time is not), for each reader alone and for redacting its turns as
+   capture does. Each figure is the difference of two runs of this script that build the same
+   file of ``--copies`` copies of the fixtures and stop at different points (``--stage``), so
+   start-up and imports cancel out.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from obsmem.redact import redact
+from obsmem.redact import redact_all
 from obsmem.sources.capture import MAX_TURN_CHARS, CaptureRun, scan
+from obsmem.sources.model import Turn
 from obsmem.sources.normalise import clip
 from obsmem.sources.registry import reader_for
 from obsmem.sources.state import CaptureState
@@ -47,6 +57,69 @@ def _sample(agent: str) -> bytes:
     return b"".join(parts)
 
 
+STAGES = ("build", "read", "redact")
+#: For --callgrind: about this many bytes of JSONL per ``--copies`` (the larger fixtures are
+#: copied fewer times, valgrind being about fifty times slower).
+_COPY_BYTES = 20_000
+
+
+def _redact_turns(turns: list[Turn]) -> None:
+    # As capture.read_pending does.
+    for turn, text in zip(turns, redact_all([turn.text for turn in turns]), strict=True):
+        turn.text = clip(text, MAX_TURN_CHARS)
+
+
+def stage(agent: str, copies: int, upto: str, workdir: Path) -> int:
+    """Build ``copies`` copies of ``agent``'s fixtures and run up to ``upto`` (``build``,
+    ``read``, ``redact``); the number of turns read (0 when not read). One copy is read and
+    redacted first, so that imports and caches filled once are outside every difference."""
+    path = workdir / f"{agent}.jsonl"
+    path.write_bytes(_sample(agent))
+    _redact_turns(reader_for(agent).read(path, flush=True).turns)
+    path.write_bytes(_sample(agent) * copies)
+    if upto == "build":
+        return 0
+    result = reader_for(agent).read(path, flush=True)
+    if upto == "redact":
+        _redact_turns(result.turns)
+    return len(result.turns)
+
+
+_COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+def _instructions(agent: str, copies: int, upto: str) -> int:
+    command = [
+        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+        sys.executable, __file__, "--stage", upto, "--agent", agent, "--copies", str(copies),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    found = _COLLECTED.search(done.stderr)
+    if found is None:
+        raise SystemExit(f"no instruction count from valgrind: {done.stderr[-500:]}")
+    return int(found.group(1))
+
+
+def callgrind(copies: int, agents: list[str]) -> dict[str, dict[str, float]]:
+    """Instructions per turn of each reader, and of redacting its turns, under callgrind."""
+    out: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="om-bench-") as tmp:
+        for agent in agents:
+            size = len(_sample(agent))
+            if not size:
+                continue
+            n = max(1, copies * _COPY_BYTES // size)
+            turns = stage(agent, n, "read", Path(tmp))
+            build, read, redacted = (_instructions(agent, n, upto) for upto in STAGES)
+            out[agent] = {
+                "turns": turns,
+                "bytes_per_turn": round(size * n / turns),
+                "reader_per_turn": round((read - build) / turns),
+                "redaction_per_turn": round((redacted - read) / turns),
+            }
+    return out
+
+
 def parsing(mb: int, workdir: Path) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for agent in GROUPS:
@@ -67,8 +140,7 @@ def parsing(mb: int, workdir: Path) -> dict[str, dict[str, float]]:
             runs.append(time.perf_counter() - t0)
             c1 = time.process_time()
             cpu.append(c1 - c0)
-            for turn in result.turns:  # as capture.read_pending does
-                turn.text = clip(redact(turn.text), MAX_TURN_CHARS)
+            _redact_turns(result.turns)
             redacted.append(time.process_time() - c0)
         best = min(runs)
         out[agent] = {
@@ -117,7 +189,27 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=100)
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--callgrind", action="store_true", help="instructions per turn")
+    parser.add_argument("--copies", type=int, default=20, help="fixture copies for --callgrind")
+    parser.add_argument("--stage", choices=STAGES, help=argparse.SUPPRESS)
+    parser.add_argument("--agent", choices=sorted(GROUPS), help="only this agent (--callgrind)")
     args = parser.parse_args()
+    if args.stage:  # one run measured by --callgrind
+        with tempfile.TemporaryDirectory(prefix="om-bench-") as tmp:
+            stage(args.agent, args.copies, args.stage, Path(tmp))
+        return
+    if args.callgrind:
+        figures = callgrind(args.copies, [args.agent] if args.agent else list(GROUPS))
+        if args.json:
+            print(json.dumps(figures))
+            return
+        for agent, row in figures.items():
+            print(
+                f"callgrind {agent:9} {row['turns']} turns ({row['bytes_per_turn']} bytes each): "
+                f"reader {row['reader_per_turn']:,} instructions a turn, "
+                f"redaction {row['redaction_per_turn']:,}"
+            )
+        return
     with tempfile.TemporaryDirectory(prefix="om-bench-") as tmp:
         result = {"parsing": parsing(args.mb, Path(tmp)), "rescan": rescan(args.files, Path(tmp))}
     if args.json:

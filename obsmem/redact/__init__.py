@@ -9,7 +9,15 @@ paths (``paths``); ``core`` runs them in order.
 
 from __future__ import annotations
 
-from obsmem.redact.core import KINDS, redact, redact_counts, redact_turns, safe_cut
+from obsmem.redact.core import KINDS, redact, redact_all, redact_counts, redact_turns, safe_cut
 from obsmem.redact.paths import redact_path
 
-__all__ = ["KINDS", "redact", "redact_counts", "redact_path", "redact_turns", "safe_cut"]
+__all__ = [
+    "KINDS",
+    "redact",
+    "redact_all",
+    "redact_counts",
+    "redact_path",
+    "redact_turns",
+    "safe_cut",
+]

@@ -26,9 +26,9 @@ length of the text.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -49,7 +49,7 @@ from obsmem.redact.shapes import (
     redact_shapes,
 )
 
-__all__ = ["KINDS", "redact", "redact_counts", "redact_turns", "safe_cut"]
+__all__ = ["KINDS", "redact", "redact_all", "redact_counts", "redact_turns", "safe_cut"]
 
 #: Every label :func:`redact` can produce, with what it covers (for the docs).
 KINDS: dict[str, str] = {
@@ -459,10 +459,16 @@ def _redact(
 _MAX_AGAIN = 2
 
 
+def _counter() -> Counter[str]:
+    """An empty Counter, made without ``Counter.__init__`` (a Python call into ``update`` that
+    costs a text without secrets more than some of its passes): a Counter is a dict."""
+    return Counter.__new__(Counter)
+
+
 def _redact_once(
     text: str, blobs: bool, low: str, words: set[str], run: bool
 ) -> tuple[str, Counter[str]]:
-    counts: Counter[str] = Counter()
+    counts = _counter()
     original = text
     # The passes in order. Whole spans first (private, PEM, data URIs) so no rule sees their
     # insides; specific token shapes before the generic key=value pass, so a labelled value
@@ -519,6 +525,77 @@ def redact(text: str) -> str:
     return _redact(text, True, low, seen)[0]
 
 
+def redact_all(texts: Sequence[str]) -> list[str]:
+    """``[redact(text) for text in texts]``, for less: the look every text gets first (trigger
+    words, runs of token characters) is taken once over all of them (see :func:`_looks`)."""
+    out = list(texts)
+    for i, low, seen in _looks(out):
+        out[i] = _redact(out[i], True, low, seen)[0]
+    return out
+
+
+#: What joins the texts that :func:`_looks` looks at together: no trigger word holds it and it
+#: is no token character, so nothing it looks for can reach from one text into the next.
+_JOIN = "\x00"
+
+
+def _looks(texts: Sequence[str]) -> Iterator[tuple[int, str, tuple[set[str], bool]]]:
+    """``(i, low, seen)`` for each text that :func:`_look` does not rule out: its index, its
+    lowercase copy and what ``_look`` says of it, the same, found over all the texts at once.
+
+    The texts joined (each lowercased as on its own) are searched once for each trigger word
+    (``str.find``), and only a word found there is looked for again to tell which texts hold
+    it; the runs of token characters are found in one map of them all. For the thousands of
+    short turns of a transcript that is fewer steps than a look at each: the trigger regex
+    stops at every "c", "p" or "r" of a text, and each look is a few calls more. A word or a
+    run is the text's it starts in: none crosses a ``_JOIN``.
+    """
+    lows = [ascii_lower(text) for text in texts]
+    if len(texts) < _FEW:
+        for i, text in enumerate(texts):
+            seen = _look(text, lows[i])
+            if seen is not None:
+                yield i, lows[i], seen
+        return
+    starts: list[int] = []
+    at = 0
+    for text in texts:
+        starts.append(at)
+        at += len(text) + 1
+    runs: set[int] = set()
+    mask = _JOIN.join(texts).encode("ascii", "replace").translate(RUN_TABLE)
+    found = mask.find(RUN_NEEDLE)
+    while found != -1:
+        i = bisect_right(starts, found) - 1
+        runs.add(i)
+        found = mask.find(RUN_NEEDLE, starts[i + 1]) if i + 1 < len(texts) else -1
+    joined = _JOIN.join(lows)
+    words: dict[int, set[str]] = {}
+    todo = list(_OUTER)
+    while todo:
+        word = todo.pop()
+        found = joined.find(word)
+        if found == -1:
+            continue
+        todo.extend(_INSIDE.get(word, ()))
+        while found != -1:
+            i = bisect_right(starts, found) - 1
+            words.setdefault(i, set()).add(word)
+            found = joined.find(word, starts[i + 1]) if i + 1 < len(texts) else -1
+    for i, text in enumerate(texts):
+        held = words.get(i)
+        run = i in runs
+        if held is None:
+            if not run and "\n" not in text and text.count(":") < PGPASS_COLONS:
+                continue
+            held = set()
+        yield i, lows[i], (held, run)
+
+
+#: Below this many texts, :func:`_looks` looks at each on its own.
+_FEW = 4
+
+
 #: How far a cut looks around the word it falls in: past the longest token shape, and back far
 #: enough to see the key of a ``key = value`` assignment.
 _CUT_LOOKAHEAD = 4096
@@ -555,8 +632,9 @@ class _HasText(Protocol):
 
 def redact_turns(turns: Iterable[_HasText]) -> Counter[str]:
     """Redact each turn's ``text`` in place; returns the counts over all of them."""
+    turns = list(turns)
     total: Counter[str] = Counter()
-    for turn in turns:
-        turn.text, counts = redact_counts(turn.text)
+    for i, low, seen in _looks([turn.text for turn in turns]):
+        turns[i].text, counts = _redact(turns[i].text, True, low, seen)
         total.update(counts)
     return total

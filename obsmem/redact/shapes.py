@@ -20,6 +20,7 @@ characters, the shape is tried on the two joined, and both parts are replaced.
 from __future__ import annotations
 
 import re
+import string
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -277,9 +278,32 @@ RUN_TABLE = bytes(0x61 if i in _RUN_BYTES else 0x20 for i in range(256))
 _RUN_MIN = 20  # no token shape is shorter
 #: What a mapped text holds where it has a run long enough for a token.
 RUN_NEEDLE = b"a" * _RUN_MIN
-_INNER = re.compile(r"[./=+](?=[A-Za-z0-9_])")
-_INNER_LONG = re.compile(r"[.=](?=[A-Za-z0-9])")  # in a long run (a blob): not after + or /
 _LONG_RUN = 4096
+
+
+def _inner(separators: str, firsts: str) -> re.Pattern[str]:
+    """Where a shape may start inside a run: right after one of ``separators``, at one of the
+    table's first two characters (first ones among ``firsts``). Telling the first two
+    characters in the pattern rather than afterwards spares a Python step for every ``/`` of a
+    path and ``.`` of a file name."""
+    seconds: dict[str, set[str]] = {}
+    for key in _BY_TWO:
+        seconds.setdefault(key[0], set()).add(key[1])
+    ones = "".join(sorted(_BY_ONE))
+    branches = [
+        re.escape(first) + "[" + "".join(map(re.escape, sorted(more))) + "]"
+        for first, more in sorted(seconds.items())
+        if first in firsts and first not in ones
+    ]
+    branches.append(f"[{ones}]")
+    return re.compile(f"[{re.escape(separators)}](?={'|'.join(branches)})")
+
+
+# A shape starts a run or follows one of these (see the module's docstring); in a long run (a
+# blob) only after "." or "=".
+_ALNUM = string.ascii_letters + string.digits
+_INNER = _inner("./=+", _ALNUM + "_")
+_INNER_LONG = _inner(".=", _ALNUM)
 # A line that may continue a wrapped token: indentation, then only token characters.
 _CONTINUATION = re.compile(r"[ \t]{0,12}([A-Za-z0-9_+/=.~\-]{4,4000})[ \t]*(?=\r?\n|\\n|$)")
 _NEWLINE = re.compile(r"\r?\n|\\n")
@@ -440,6 +464,17 @@ def _key_bodies(text: str, runs: list[tuple[int, int]]) -> list[Span]:
     return spans
 
 
+def _gated(text: str, counts: Counter[str]) -> list[Span]:
+    """The spans of the shapes of _GATED in ``text``, each counted in ``counts``."""
+    spans: list[Span] = []
+    for kind, trigger, pattern, back in _GATED:
+        if trigger in text:
+            for m in pattern.finditer(text):
+                spans.append((*(m.span(1) if back < 0 else (m.start() - back, m.end())), kind))
+                counts[kind] += 1
+    return spans
+
+
 def redact_shapes(text: str, counts: Counter[str]) -> list[Span]:
     """The spans of every token shape in ``text``, in order, each token counted in ``counts``.
 
@@ -453,23 +488,24 @@ def redact_shapes(text: str, counts: Counter[str]) -> list[Span]:
     for start, end in runs:
         if start < cursor:
             continue
-        inner = _INNER if end - start <= _LONG_RUN else _INNER_LONG
-        starts = [start]
-        starts += [m.end() for m in inner.finditer(text, start, end)]
-        for pos in starts:
-            # Most starts begin no shape: told without a call.
-            if pos < cursor or (text[pos : pos + 2] not in _BY_TWO and text[pos] not in _BY_ONE):
+        # Most runs start no shape: told without a call.
+        if text[start : start + 2] in _BY_TWO or text[start] in _BY_ONE:
+            found = _match_at(text, start)
+            if found is not None:
+                spans.extend(found)
+                counts[found[0][2]] += 1
+                cursor = found[-1][1]
+        for m in (_INNER if end - start <= _LONG_RUN else _INNER_LONG).finditer(text, start, end):
+            pos = m.end()
+            if pos < cursor:
                 continue
             found = _match_at(text, pos)
             if found is not None:
                 spans.extend(found)
                 counts[found[0][2]] += 1
                 cursor = found[-1][1]
-    for kind, trigger, pattern, back in _GATED:
-        if trigger in text:
-            for m in pattern.finditer(text):
-                spans.append((*(m.span(1) if back < 0 else (m.start() - back, m.end())), kind))
-                counts[kind] += 1
+    if runs:  # every gated shape holds a run of 20 token characters too
+        spans.extend(_gated(text, counts))
     if "\n" in text:
         spans.extend(_wrapped_gated(text, counts))
     if len(spans) > 1:

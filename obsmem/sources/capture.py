@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from obsmem import paths
 from obsmem.errors import OmError, UsageError
-from obsmem.redact import redact
+from obsmem.redact import redact, redact_all
 from obsmem.redact.paths import redact_path
 from obsmem.sources.model import ReadResult
 from obsmem.sources.normalise import clip
@@ -230,8 +230,11 @@ def read_pending(pending: Pending, *, flush: bool = False) -> ReadResult:
         )
     names: dict[str, str] = {}
     shown = {str(pending.path): pending.shown}
-    for turn in result.turns:
-        turn.text = clip(redact(turn.text), MAX_TURN_CHARS)
+    # All texts at once: what redaction looks for first is looked for in all of them together.
+    for turn, text in zip(
+        result.turns, redact_all([turn.text for turn in result.turns]), strict=True
+    ):
+        turn.text = clip(text, MAX_TURN_CHARS)
         if turn.source_path not in shown:
             shown[turn.source_path] = redact_path(turn.source_path)
         turn.source_path = shown[turn.source_path]
