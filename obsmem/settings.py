@@ -283,6 +283,27 @@ SPECS: tuple[SettingSpec, ...] = (
         "A query naming a speaker: BM25 score x (1 + this) for entries that speaker said; 0: off.",
     ),
     SettingSpec(
+        "OM_SEARCH_DAEMON",
+        "search_daemon",
+        _choice("on", "off"),
+        "on",
+        "`on`: a cold `om search` asks (and starts) the local search daemon for hybrid results.",
+    ),
+    SettingSpec(
+        "OM_SEARCH_DAEMON_IDLE_MINUTES",
+        "search_daemon_idle_minutes",
+        _float_range(0.05, 1440.0),
+        10.0,
+        "The search daemon exits after this many minutes without a query.",
+    ),
+    SettingSpec(
+        "OM_SEARCH_DAEMON_TIMEOUT_SECONDS",
+        "search_daemon_timeout_seconds",
+        _float_range(0.05, 60.0),
+        2.0,
+        "How long a cold `om search` waits for the daemon's answer before using BM25.",
+    ),
+    SettingSpec(
         "OM_LOCK_TIMEOUT_SECONDS",
         "lock_timeout_seconds",
         _float_range(0.1, 3600.0),
@@ -489,6 +510,9 @@ class Settings:
     search_context_weight: float = 0.3
     search_date_boost: float = 1.0
     search_speaker_boost: float = 1.0
+    search_daemon: str = "on"
+    search_daemon_idle_minutes: float = 10.0
+    search_daemon_timeout_seconds: float = 2.0
     lock_timeout_seconds: float = 30.0
     llm_timeout_seconds: float = 120.0
     llm_cli_timeout_seconds: float = 300.0
@@ -614,6 +638,7 @@ OTHER_NAMES = (
     "OM_INDEX_PATH",
     "OM_TURNS_PATH",
     "OM_LOG_DIR",
+    "OM_RUN_DIR",
     "OM_BACKUP_DIR",
     "OM_COMMAND",
     "OM_DEBUG",
