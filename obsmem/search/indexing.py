@@ -31,7 +31,7 @@ TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
     from obsmem.search.vectors import Progress
 
-__all__ = ["VectorReport", "embed_index", "reindex", "update_vectors"]
+__all__ = ["VectorReport", "embed_index", "reindex", "update_vectors", "vector_counts"]
 
 
 @dataclass(frozen=True)
@@ -131,3 +131,27 @@ def reindex(
     report = rebuild(store)
     vectors = using_index(store.index_path, lambda conn: _guarded(conn, settings, progress))
     return report, vectors
+
+
+def vector_model(settings: Settings) -> str:
+    """The name the configured embedder stores its vectors under, without loading it."""
+    from obsmem.search.embeddings import embed_model_name
+    from obsmem.search.endpoint import endpoint_name
+
+    model = embed_model_name(settings)
+    if settings.embed_provider == "openai-compatible":
+        model = endpoint_name(model, settings.embed_base_url)
+    return model
+
+
+def vector_counts(store: MemoryStore, settings: Settings) -> tuple[str, int, int]:
+    """(the model, entries with no vector under it, entries that should have one), without
+    loading the model or any vector (``om status``, ``om doctor``). Raises ``IndexError_`` when
+    the index cannot be read."""
+    from obsmem.search.vectors import count_unembedded
+
+    model = vector_model(settings)
+    missing, total = using_index(
+        store.index_path, lambda conn: count_unembedded(conn, model), check=False
+    )
+    return model, missing, total

@@ -348,3 +348,19 @@ def test_a_second_daemon_leaves_while_the_first_holds_the_lock(
         assert second.run() == 0
         assert not second.ready.is_set()
         assert client.start_daemon(_socket()) is False  # the lock says one runs
+
+
+def test_status_reports_a_running_daemon_and_its_progress(memory: MemoryStore) -> None:
+    from obsmem.cli.render import status as render_status
+    from obsmem.status import collect_status
+
+    with _daemon_thread(memory) as daemon:
+        _until(lambda: daemon.progress["embedded"] == 3, "the background embedding")
+        report = collect_status(memory, load_settings())
+        assert report.search["embedded"] == 3 and report.search["total"] == 3
+        daemon_part = report.search["daemon"]
+        assert daemon_part["running"] is True and daemon_part["pid"] == os.getpid()
+        assert daemon_part["vectors"] == {"embedded": 3, "total": 3, "running": False}
+        daemon.progress.update(running=True, embedded=1)  # as seen in the middle of a pass
+        shown = render_status(collect_status(memory, load_settings()))
+        assert f"search daemon     running (pid {os.getpid()}), embedding (1 of 3)" in shown
