@@ -503,8 +503,6 @@ def for_cold_process(settings: Settings, note: str | None = None) -> Settings:
     """
     if not needs_local_model(settings):
         return settings  # decided without importing the embeddings module
-    import dataclasses
-
     from obsmem.search.embeddings import backend_status, notice
 
     local_model = _may_embed(settings) and settings.embed_provider == "fastembed"
@@ -517,4 +515,4 @@ def for_cold_process(settings: Settings, note: str | None = None) -> Settings:
     if note:
         notice(note)
     backend = "bm25" if local_model else settings.search_backend
-    return dataclasses.replace(settings, search_backend=backend, rerank_model="")
+    return settings.replace(search_backend=backend, rerank_model="")
