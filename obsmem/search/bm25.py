@@ -19,10 +19,10 @@ entry dated within it (its day or the date its message referred to) is multiplie
 ``1 + OM_SEARCH_DATE_BOOST``. The date is applied inside the query, so an entry of that day is
 found however far down the plain ranking it was.
 
-A process that answers one query and exits (``om search``) first passes its settings through
-``for_cold_process``: loading a local embedding model or reranker takes seconds, far longer than
-the query, so such a process searches with BM25 and says so on stderr (``COLD_NOTE``); hybrid
-search is for a process that keeps the model loaded (``om mcp``).
+A process that answers one query and exits (``om search``) never loads a local embedding model
+or reranker (seconds, far longer than the query): it asks the search daemon, which keeps them
+loaded (``client.cold_search``), and when that cannot answer passes its settings through
+``for_cold_process``, which searches with BM25 and says why on stderr.
 
 A query that names a speaker raises the entries that speaker said: an entry whose text starts
 with ``Name:`` (how a memory of a conversation records a turn), when
