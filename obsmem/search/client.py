@@ -229,43 +229,15 @@ def start_daemon(socket_path: str, environ: Mapping[str, str] | None = None) -> 
     """Start a detached search daemon for the memory ``environ`` points at (default: this
     process's), unless one holds the lock of ``socket_path``; True when one was started.
 
-    As ``integrations.worker.start_worker`` starts the worker: the same interpreter, in a
-    session of its own (it outlives this process and its terminal), output appended to
-    ``search-daemon.log`` in ``paths.logs_dir`` (rotated). Nothing is waited for.
+    As the background worker is started (``integrations.logs.start_detached``): the same
+    interpreter, in a session of its own (it outlives this process and its terminal), output
+    appended to ``search-daemon.log`` in ``paths.logs_dir`` (rotated). Nothing is waited for.
     """
     if _lock_held(lock_path(socket_path)):
         return False
-    import contextlib
-    import subprocess
+    from obsmem.integrations.logs import start_detached
 
-    env = dict(os.environ if environ is None else environ)
-    try:
-        folder = paths.logs_dir(env)
-        folder.mkdir(parents=True, exist_ok=True)
-        log_path = folder / "search-daemon.log"
-        with contextlib.suppress(ImportError, OSError):
-            from obsmem.integrations.logs import rotate
-
-            rotate(log_path)
-        fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    except OSError:
-        fd = subprocess.DEVNULL
-    try:
-        subprocess.Popen(
-            [sys.executable, "-m", "obsmem.search.daemon"],
-            stdin=subprocess.DEVNULL,
-            stdout=fd,
-            stderr=fd,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-        )
-    except OSError:
-        return False
-    finally:
-        if fd != subprocess.DEVNULL:
-            os.close(fd)
-    return True
+    return start_detached("obsmem.search.daemon", "search-daemon.log", environ)
 
 
 def daemon_status(store: MemoryStore, timeout: float = 1.0) -> dict[str, Any] | None:

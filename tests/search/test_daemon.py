@@ -316,27 +316,26 @@ def test_a_usage_error_is_reported_as_without_the_daemon(
         assert err.count("\n") == 1
 
 
-def test_with_the_daemon_off_nothing_is_asked_or_started(
-    memory: MemoryStore, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("name", "value", "note"),
+    [("OM_SEARCH_DAEMON", "off", "OM_SEARCH_DAEMON=off"), ("OM_SEARCH_BACKEND", "bm25", "")],
+)
+def test_without_the_daemon_or_a_model_nothing_is_asked_or_started(
+    memory: MemoryStore,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    value: str,
+    note: str,
 ) -> None:
-    monkeypatch.setenv("OM_SEARCH_DAEMON", "off")
+    monkeypatch.setenv(name, value)
     started = _no_start(monkeypatch)
     capsys.readouterr()
     assert _search("postgresql")[0]["text"] == TEXTS[0]
-    assert "OM_SEARCH_DAEMON=off" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert (note in err) if note else err == ""
     assert started == []
     assert not os.path.exists(os.path.dirname(_socket()))
-
-
-def test_bm25_settings_never_ask_a_daemon(
-    memory: MemoryStore, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("OM_SEARCH_BACKEND", "bm25")
-    started = _no_start(monkeypatch)
-    capsys.readouterr()
-    assert _search("postgresql")[0]["text"] == TEXTS[0]
-    assert capsys.readouterr().err == ""
-    assert started == []
 
 
 def test_a_second_daemon_leaves_while_the_first_holds_the_lock(
