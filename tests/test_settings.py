@@ -13,9 +13,10 @@ from obsmem.errors import SettingsError
 from obsmem.settings import SPECS, Settings, SettingSpec, load_settings
 
 
-def test_importing_the_settings_loads_no_dataclasses_module() -> None:
+def test_the_settings_and_the_search_load_no_dataclasses_module() -> None:
     code = (
-        "import sys, obsmem.settings; print(sorted({'dataclasses', 'inspect'} & set(sys.modules)))"
+        "import sys, obsmem.settings, obsmem.search.mixed, obsmem.cli.quick\n"
+        "print(sorted({'dataclasses', 'inspect'} & set(sys.modules)))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

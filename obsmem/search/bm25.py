@@ -42,13 +42,13 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import date as Date
 
 from obsmem.errors import UsageError
 from obsmem.index.db import using_index
 from obsmem.index.query import STOPWORDS, fts_query
 from obsmem.index.stamp import unchanged
+from obsmem.records import dataclass
 from obsmem.search.dates import DateSpan, query_dates
 from obsmem.settings import Settings, load_settings
 
