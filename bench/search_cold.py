@@ -15,6 +15,9 @@ every module at each start). `--python` names the interpreter of such an install
 wall time it reports each process's CPU time (user + system, less sensitive to a busy machine),
 the ratio of the fastest runs, and which heavy modules a search loads (none is expected).
 
+`--memory DIR` searches a memory written before (`build`) instead of a new one: its index is
+rebuilt and its vectors kept, so `--hybrid` embeds nothing twice.
+
 `--hybrid` times the same processes with hybrid settings (the packaged test model,
 `OM_EMBED_MODEL_PATH`), answered by the search daemon: the memory is embedded first
 (`om reindex --embed`, timed: `embed_seconds`), the first search starts the daemon, and the
@@ -209,13 +212,22 @@ def main() -> None:
     parser.add_argument("--corpus", choices=CORPORA, default="zipf")
     parser.add_argument("--python", type=Path, help="interpreter of a regular install of om")
     parser.add_argument("--hybrid", action="store_true", help="hybrid, through the daemon")
+    parser.add_argument(
+        "--memory",
+        type=Path,
+        help="search this memory directory (written by an earlier run; its index is rebuilt, its "
+        "vectors kept) instead of writing a new one",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="om-bench-") as tmp:
         python = args.python or regular_install(Path(tmp) / "venv")
-        home = Path(tmp) / "mem"
+        home = args.memory or Path(tmp) / "mem"
         t0 = time.perf_counter()
-        store = build(home, args.observations, corpus=args.corpus)
+        if args.memory:
+            store = MemoryStore(home, environ={"OM_HOME": str(home)})
+        else:
+            store = build(home, args.observations, corpus=args.corpus)
         build_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         rebuild(store)

@@ -73,7 +73,7 @@ def rotate_all(environ: Mapping[str, str] | None = None) -> list[Path]:
 def start_detached(
     module: str, log_name: str, environ: Mapping[str, str] | None = None, *args: str
 ) -> bool:
-    """Start ``python -m module args...`` (this interpreter) in a session of its own, with no
+    """Start ``python -P -m module args...`` (this interpreter) in a session of its own, with no
     terminal and output appended to ``<logs dir>/<log_name>`` (rotated first), and return at
     once: True when it started. The background worker and the search daemon start so, and
     outlive whoever started them."""
@@ -91,8 +91,10 @@ def start_detached(
     except OSError:
         fd = subprocess.DEVNULL
     try:
+        # -P: not the working directory first on the module path, where a checkout of om (or
+        # a file named like one of its modules) would shadow the installed one.
         subprocess.Popen(
-            [sys.executable, "-m", module, *args],
+            [sys.executable, "-P", "-m", module, *args],
             stdin=subprocess.DEVNULL,
             stdout=fd,
             stderr=fd,

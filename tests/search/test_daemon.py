@@ -363,3 +363,19 @@ def test_status_reports_a_running_daemon_and_its_progress(memory: MemoryStore) -
         daemon.progress.update(running=True, embedded=1)  # as seen in the middle of a pass
         shown = render_status(collect_status(memory, load_settings()))
         assert f"search daemon     running (pid {os.getpid()}), embedding (1 of 3)" in shown
+
+
+def test_a_detached_process_never_imports_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A checkout of om (or any file named like a module) in the folder a search runs from must
+    # not shadow the installed daemon: it would be another install, refused at every handshake.
+    from obsmem.integrations.logs import start_detached
+
+    (tmp_path / "om_cwd_only.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OM_LOG_DIR", str(tmp_path / "logs"))
+    assert start_detached("om_cwd_only", "probe.log") is True
+    log = tmp_path / "logs" / "probe.log"
+    _until(lambda: log.exists() and "No module named om_cwd_only" in log.read_text(), "the log")
+    assert not (tmp_path / "ran").exists()
