@@ -35,6 +35,7 @@ import os
 import random
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -259,6 +260,7 @@ def main() -> None:
                 "from obsmem.search.client import stop_daemon\nstop_daemon(MemoryStore())"
             )
             subprocess.run([str(python), "-c", stop], env=env, check=True)
+            shutil.rmtree(env["OM_RUN_DIR"], ignore_errors=True)
     wall, cpu = [w for w, _ in search], [c for _, c in search]
     bare_wall, bare_cpu = [w for w, _ in bare], [c for _, c in bare]
     result = {
