@@ -163,7 +163,6 @@ def subprocess_run(cmd: list[str], env: dict[str, str], stdin: str) -> str:
 
 def relevance(args: argparse.Namespace) -> dict[str, Any]:
     """Fire rate and precision of recall at each threshold on LoCoMo questions."""
-    import dataclasses
 
     from locomo_recall import index_conversation, load_conversation, session_of
 
@@ -189,7 +188,7 @@ def relevance(args: argparse.Namespace) -> dict[str, Any]:
             env = {"OM_HOME": str(home)}
             store = MemoryStore(home, environ=env)
             for threshold in thresholds:
-                settings = dataclasses.replace(base, prompt_recall_min_score=threshold)
+                settings = base.replace(prompt_recall_min_score=threshold)
                 row = tally[threshold]
                 for question, ontopic in [(q, True) for q in conversation.questions] + [
                     (q, False) for q in offtopic

@@ -345,18 +345,10 @@ def _check_reranker(settings: Settings) -> Check:
 
 def _check_vectors(store: MemoryStore, settings: Settings) -> Check:
     """Entries with no vector under the current model are found by keyword only."""
-    from obsmem.index.db import using_index
-    from obsmem.search.embeddings import embed_model_name
-    from obsmem.search.endpoint import endpoint_name
-    from obsmem.search.vectors import count_unembedded
+    from obsmem.search.indexing import vector_counts
 
-    model = embed_model_name(settings)
-    if settings.embed_provider == "openai-compatible":
-        model = endpoint_name(model, settings.embed_base_url)
     try:
-        missing, total = using_index(
-            store.index_path, lambda conn: count_unembedded(conn, model), check=False
-        )
+        model, missing, total = vector_counts(store, settings)
     except OmError as exc:
         return Check("embeddings", "fail", exc.message, exc.hint or "run: om reindex")
     if missing:

@@ -19,6 +19,9 @@
 - capture state (cursors, leases): ``<state dir>/state.sqlite3``;
 - transcript turns kept for ``om search --raw``: ``OM_TURNS_PATH``, else
   ``<state dir>/turns.sqlite3``;
+- the search daemon's socket and lock (``search_socket``): in a user-only directory,
+  ``OM_RUN_DIR``, else ``$XDG_RUNTIME_DIR/observational-memory``, else ``/tmp/om-<uid>``; one
+  daemon per index, so the names carry a checksum of the index path;
 - agent homes: ``CLAUDE_CONFIG_DIR`` (``~/.claude``), ``CODEX_HOME`` (``~/.codex``),
   ``HERMES_HOME`` (``~/.hermes``), ``OPENCLAW_HOME`` (``~/.openclaw``).
 
@@ -64,6 +67,8 @@ __all__ = [
     "queue_dir",
     "recalled_dir",
     "rendered_context_file",
+    "run_dir",
+    "search_socket",
     "state_db_path",
     "state_dir",
     "turns_path",
@@ -229,6 +234,32 @@ def recalled_dir(environ: Mapping[str, str] | None = None) -> Path:
     """What per-prompt recall gave each agent session (one small JSON file per session, pruned
     by age), so that no prompt of a session is given a memory twice."""
     return state_dir(environ) / "recalled"
+
+
+def run_dir(environ: Mapping[str, str] | None = None) -> str:
+    """The directory of om's sockets (created 0700 by whoever needs it first).
+
+    ``OM_RUN_DIR``, else ``$XDG_RUNTIME_DIR/observational-memory`` (a per-user directory the
+    system empties at logout), else ``/tmp/om-<uid>`` (or under ``$TMPDIR``). Not under the
+    memory directory: a Unix socket's path must be short (about 100 bytes) and the memory
+    directory may be anywhere. A string, not a ``Path``: the cold ``om search`` asks for it.
+    """
+    env = _env(environ)
+    if env.get("OM_RUN_DIR"):
+        return _expanded(env["OM_RUN_DIR"])
+    if env.get("XDG_RUNTIME_DIR"):
+        return os.path.join(env["XDG_RUNTIME_DIR"], APP_DIR_NAME)
+    return os.path.join(env.get("TMPDIR") or "/tmp", f"om-{os.getuid()}")
+
+
+def search_socket(index: str, environ: Mapping[str, str] | None = None) -> str:
+    """The search daemon's socket for the index at ``index``; its lock is the same path with
+    ``.lock`` for ``.sock``. The name holds a CRC-32 of the index's absolute path, so two
+    memories (two ``OM_HOME``) get two daemons; a collision only costs a refused handshake."""
+    import zlib
+
+    key = zlib.crc32(os.path.abspath(index).encode("utf-8", "surrogateescape"))
+    return os.path.join(run_dir(environ), f"search-{key:08x}.sock")
 
 
 #: Set (to 1) in the environment of the agent CLI om runs as its observer: om's hooks started by

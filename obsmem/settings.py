@@ -13,11 +13,11 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from obsmem import paths
 from obsmem.errors import SettingsError
+from obsmem.records import dataclass, field
 
 TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py (every cold `om search` reads this)
 if TYPE_CHECKING:
@@ -283,6 +283,27 @@ SPECS: tuple[SettingSpec, ...] = (
         "A query naming a speaker: BM25 score x (1 + this) for entries that speaker said; 0: off.",
     ),
     SettingSpec(
+        "OM_SEARCH_DAEMON",
+        "search_daemon",
+        _choice("on", "off"),
+        "on",
+        "`on`: a cold `om search` asks (and starts) the local search daemon for hybrid results.",
+    ),
+    SettingSpec(
+        "OM_SEARCH_DAEMON_IDLE_MINUTES",
+        "search_daemon_idle_minutes",
+        _float_range(0.05, 1440.0),
+        10.0,
+        "The search daemon exits after this many minutes without a query.",
+    ),
+    SettingSpec(
+        "OM_SEARCH_DAEMON_TIMEOUT_SECONDS",
+        "search_daemon_timeout_seconds",
+        _float_range(0.05, 60.0),
+        2.0,
+        "How long a cold `om search` waits for the daemon's answer before using BM25.",
+    ),
+    SettingSpec(
         "OM_LOCK_TIMEOUT_SECONDS",
         "lock_timeout_seconds",
         _float_range(0.1, 3600.0),
@@ -489,6 +510,9 @@ class Settings:
     search_context_weight: float = 0.3
     search_date_boost: float = 1.0
     search_speaker_boost: float = 1.0
+    search_daemon: str = "on"
+    search_daemon_idle_minutes: float = 10.0
+    search_daemon_timeout_seconds: float = 2.0
     lock_timeout_seconds: float = 30.0
     llm_timeout_seconds: float = 120.0
     llm_cli_timeout_seconds: float = 300.0
@@ -516,6 +540,12 @@ class Settings:
     sources: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     env_file: Path | None = field(default=None, compare=False)
 
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` (``dataclasses.replace``; these settings are not validated)."""
+        values = {name: getattr(self, name) for name in _SETTINGS_FIELDS}
+        values.update(changes)
+        return Settings(**values)
+
     def effective_provider(self) -> str:
         """The provider ``auto`` resolves to: the first API key found, else ``none``."""
         if self.llm_provider != "auto":
@@ -538,6 +568,10 @@ class Settings:
                 value = "set" if value else "unset"
             out[spec.env] = {"value": value, "from": self.sources.get(spec.env, "default")}
         return out
+
+
+#: Every field of ``Settings``, in order (``Settings.replace``).
+_SETTINGS_FIELDS = (*(spec.attr for spec in SPECS), "sources", "env_file")
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -614,6 +648,7 @@ OTHER_NAMES = (
     "OM_INDEX_PATH",
     "OM_TURNS_PATH",
     "OM_LOG_DIR",
+    "OM_RUN_DIR",
     "OM_BACKUP_DIR",
     "OM_COMMAND",
     "OM_DEBUG",

@@ -35,6 +35,7 @@ class StatusReport:
     integrations: list[str] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    search: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -71,7 +72,46 @@ def collect_status(
         integrations=installed_summary(environ),
         sources=_sources(store, environ),
         usage=usage_totals(store.usage_path, date.today()),
+        search=search_status(store, settings),
     )
+
+
+def search_status(store: MemoryStore, settings: Settings) -> dict[str, Any]:
+    """The search backend, how many entries have a vector, and the search daemon.
+
+    Keys: ``backend`` (``hybrid`` or ``bm25``) and ``reason``; ``model``, ``embedded`` and
+    ``total`` (entries with a vector under the model, of those that should have one; None when
+    BM25 alone or no index yet); ``daemon``: None when a cold search never uses one (BM25
+    settings, an endpoint embedder, ``OM_SEARCH_DAEMON=off``), else what it reports
+    (``running``, ``pid``, its embedding progress) or ``{"running": False}``. Loads no model.
+    """
+    from obsmem.errors import OmError
+    from obsmem.search.bm25 import needs_local_model
+    from obsmem.search.client import daemon_status
+    from obsmem.search.embeddings import backend_status
+    from obsmem.search.indexing import vector_counts
+
+    kind, reason = backend_status(settings)
+    out: dict[str, Any] = {
+        "backend": kind,
+        "reason": reason,
+        "model": None,
+        "embedded": None,
+        "total": None,
+        "daemon": None,
+    }
+    if kind == "hybrid" and store.index_path.is_file():
+        try:
+            model, missing, total = vector_counts(store, settings)
+        except OmError:
+            pass  # the index line of the status says what is wrong with it
+        else:
+            out.update(model=model, embedded=total - missing, total=total)
+    if settings.search_daemon == "on" and needs_local_model(settings):
+        found = daemon_status(store)
+        out["daemon"] = {"running": False} if found is None else {"running": True, **found}
+        out["daemon"].pop("ok", None)
+    return out
 
 
 def _sources(store: MemoryStore, environ: Mapping[str, str] | None) -> list[dict[str, Any]]:

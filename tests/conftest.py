@@ -62,6 +62,10 @@ def isolated_environment(
     }
     for name, path in places.items():
         monkeypatch.setenv(name, str(path))
+    # Sockets under the test's tree, never the user's; and no search daemon started unless a
+    # test asks for one (tests/search/test_daemon.py).
+    monkeypatch.setenv("OM_RUN_DIR", str(root / "run"))
+    monkeypatch.setenv("OM_SEARCH_DAEMON", "off")
     (root / "home").mkdir()
     return root
 

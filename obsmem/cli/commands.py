@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -165,19 +167,55 @@ def context(agent: str, cwd: str | None, budget: int) -> None:
     click.echo(run_context(agent, cwd=cwd or stdin_cwd(), budget=budget))
 
 
+def _embedding_progress() -> Callable[[int, int], None]:
+    """A ``progress(done, total)`` for embedding: one line on stderr, redrawn on a terminal;
+    elsewhere (a log) the first and the last state only. Silent when nothing is missing."""
+    tty = sys.stderr.isatty()
+    shown = {"started": False}
+
+    def show(done: int, total: int) -> None:
+        if not shown["started"] and done >= total:
+            return
+        text = f"embedding: {done:,} of {total:,} entries have a vector"
+        if tty:
+            click.echo(f"\r{text}", err=True, nl=done >= total)
+        elif not shown["started"] or done >= total:
+            click.echo(text, err=True)
+        shown["started"] = True
+
+    return show
+
+
 @cli.command()
+@click.option(
+    "--embed",
+    "embed_only",
+    is_flag=True,
+    help="No rebuild: bring the index up to date and embed the entries that have no vector.",
+)
 @pass_app
-def reindex(app: App) -> None:
-    """Rebuild the search index from the markdown memory files, and embed what needs it."""
+def reindex(app: App, embed_only: bool) -> None:
+    """Rebuild the search index from the markdown memory files, and embed what needs it.
+
+    Embedding shows its progress on stderr. --embed skips the rebuild: it only picks up what
+    changed and embeds what has no vector yet (after a first hybrid setup, or a large backfill).
+    """
+    from obsmem.search.indexing import embed_index
     from obsmem.search.indexing import reindex as reindex_store
 
-    report, vectors = reindex_store(app.store, app.settings)
-    click.echo(
-        f"indexed {report.entries} entries from {report.files_indexed} file(s) "
-        f"into {app.store.index_path}"
-    )
+    progress = _embedding_progress()
+    if embed_only:
+        vectors = embed_index(app.store, app.settings, progress)
+    else:
+        report, vectors = reindex_store(app.store, app.settings, progress)
+        click.echo(
+            f"indexed {report.entries} entries from {report.files_indexed} file(s) "
+            f"into {app.store.index_path}"
+        )
     if vectors.model is not None:
         click.echo(f"embedded {vectors.embedded} new text(s) with {vectors.model}")
+    elif embed_only and not vectors.problem:
+        click.echo(f"nothing to embed: {vectors.reason}")
     if vectors.problem:
         click.echo(f"om: embeddings not updated: {vectors.problem}", err=True)
 

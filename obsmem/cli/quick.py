@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import sys
 
+from obsmem.search.client import FILTER_OPTIONS
+
 TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -36,10 +38,6 @@ def split_kinds(values: list[str] | tuple[str, ...]) -> tuple[list[str], list[st
     """``--kind`` values split at commas: (the kinds, the words that name no kind)."""
     parts = [part.strip() for value in values for part in value.split(",") if part.strip()]
     return [p for p in parts if p in KINDS], [p for p in parts if p not in KINDS]
-
-
-#: The options that narrow a search (``recall.Filters``), in its field order.
-FILTER_OPTIONS = ("since", "until", "type", "min_importance", "project", "agent")
 
 
 def parse_search(argv: list[str]) -> dict[str, object] | None:
@@ -106,20 +104,14 @@ def search_output(
 
     What om kept and the transcript turns are searched together (``search.mixed``); ``kinds``
     narrows them (``--kind``; ``--raw`` is ``turn``). ``filters`` holds the values of
-    ``FILTER_OPTIONS`` that were given. A cold process loads no model:
-    ``bm25.for_cold_process`` decides the backend and prints why on stderr.
+    ``FILTER_OPTIONS`` that were given. A cold process loads no model: with hybrid settings the
+    search daemon answers, or BM25 with a note on stderr (``search.client.cold_search``).
     """
-    from obsmem.search.bm25 import for_cold_process
-    from obsmem.search.entries import Filters
-    from obsmem.search.mixed import search_everything
+    from obsmem.search.client import cold_search
 
-    settings = for_cold_process(settings)
     if kinds == ["turn"] and settings.raw_turns == "off":
         print("om: OM_RAW_TURNS=off: new transcript turns are not being kept", file=sys.stderr)
-    chosen = Filters(**{name: filters.get(name) for name in FILTER_OPTIONS})  # type: ignore[arg-type]
-    found = search_everything(
-        store, text, kinds=kinds, filters=chosen, limit=limit, settings=settings
-    )
+    found = cold_search(store, settings, text, kinds=kinds, filters=filters, limit=limit)
     if as_json:
         import json
 

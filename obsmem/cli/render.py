@@ -121,6 +121,7 @@ def status(report: StatusReport) -> str:
     else:
         state = "not built yet (built by the first search)"
     lines.append(f"index             {state}")
+    lines += _search_lines(report.search)
     prov = report.provider
     shown = (
         prov["effective"]
@@ -150,6 +151,30 @@ def status(report: StatusReport) -> str:
         lines.append("sources           no agent transcripts found")
     lines.append("integrations      " + (", ".join(report.integrations) or "none installed"))
     return "\n".join(lines)
+
+
+def _search_lines(search: dict[str, Any]) -> list[str]:
+    """``om status``'s search lines: backend and vectors, then the daemon when one is used."""
+    if not search:
+        return []
+    if search["backend"] != "hybrid":
+        return [f"search            keyword (BM25): {search['reason']}"]
+    line = f"search            hybrid, {search['reason']}"
+    if search.get("total") is not None:
+        line += f"\nvectors           {search['embedded']:,} of {search['total']:,} embedded"
+    lines = [line]
+    daemon = search.get("daemon")
+    if daemon is not None and daemon.get("running"):
+        vectors = daemon.get("vectors") or {}
+        doing = (
+            f", embedding ({vectors.get('embedded', 0):,} of {vectors.get('total', 0):,})"
+            if vectors.get("running")
+            else ""
+        )
+        lines.append(f"search daemon     running (pid {daemon.get('pid')}){doing}")
+    elif daemon is not None:
+        lines.append("search daemon     not running (the next `om search` starts it)")
+    return lines
 
 
 def checks(results: list[Check]) -> str:

@@ -28,7 +28,6 @@ Imports stay light (no click, no memory parsers, no numpy): the hook's budget is
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -321,7 +320,7 @@ def recall_for_prompt(
     counted = _Counted(store.index_path)
     # Who said it (``Name:`` at a line's start) doubles a score without adding a shared word:
     # left out, so the threshold reads the same whatever the prompt names.
-    searching = dataclasses.replace(for_cold_process(settings), search_speaker_boost=0.0)
+    searching = for_cold_process(settings).replace(search_speaker_boost=0.0)
     hits = search_entries(
         store,
         query,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from obsmem.paths import logs_dir
 
-__all__ = ["DEFAULT_KEEP", "DEFAULT_MAX_BYTES", "job_log", "rotate", "rotate_all"]
+__all__ = ["DEFAULT_KEEP", "DEFAULT_MAX_BYTES", "job_log", "rotate", "rotate_all", "start_detached"]
 
 DEFAULT_MAX_BYTES = 1024 * 1024
 DEFAULT_KEEP = 3
@@ -68,3 +68,43 @@ def rotate_all(environ: Mapping[str, str] | None = None) -> list[Path]:
     except OSError:
         return []
     return [folder / n for n in sorted(names) if n.endswith(".log") and rotate(folder / n)]
+
+
+def start_detached(
+    module: str, log_name: str, environ: Mapping[str, str] | None = None, *args: str
+) -> bool:
+    """Start ``python -P -m module args...`` (this interpreter) in a session of its own, with no
+    terminal and output appended to ``<logs dir>/<log_name>`` (rotated first), and return at
+    once: True when it started. The background worker and the search daemon start so, and
+    outlive whoever started them."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ if environ is None else environ)
+    try:
+        folder = logs_dir(env)
+        folder.mkdir(parents=True, exist_ok=True)
+        log_path = folder / log_name
+        with contextlib.suppress(OSError):
+            rotate(log_path)
+        fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    except OSError:
+        fd = subprocess.DEVNULL
+    try:
+        # -P: not the working directory first on the module path, where a checkout of om (or
+        # a file named like one of its modules) would shadow the installed one.
+        subprocess.Popen(
+            [sys.executable, "-P", "-m", module, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=fd,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError:
+        return False
+    finally:
+        if fd != subprocess.DEVNULL:
+            os.close(fd)
+    return True

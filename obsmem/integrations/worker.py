@@ -18,7 +18,6 @@ import contextlib
 import fcntl
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -179,26 +178,7 @@ def start_worker(environ: Mapping[str, str] | None = None) -> bool:
     """
     if worker_running(environ):
         return False
-    folder = ensure_dir(logs_dir(environ))
-    log_path = folder / "worker.log"
-    with contextlib.suppress(ImportError, OSError):
-        from obsmem.integrations.logs import rotate
+    ensure_dir(logs_dir(environ))  # private, as om's other folders
+    from obsmem.integrations.logs import start_detached
 
-        rotate(log_path)
-    env = dict(os.environ if environ is None else environ)
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        subprocess.Popen(
-            [sys.executable, "-m", "obsmem", "worker"],
-            stdin=subprocess.DEVNULL,
-            stdout=fd,
-            stderr=fd,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-        )
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return True
+    return start_detached("obsmem", "worker.log", environ, "worker")

@@ -24,7 +24,6 @@ imported when a provider is created.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -190,7 +189,7 @@ def validate_key(
     At most one retry, so a doctor run never hangs on a struggling service. The few tokens it
     costs are not counted against the daily budget.
     """
-    quick = dataclasses.replace(settings, llm_max_retries=min(settings.llm_max_retries, 1))
+    quick = settings.replace(llm_max_retries=min(settings.llm_max_retries, 1))
     provider = get_provider(quick, "observer", environ=environ, sleep=sleep)
     if provider is None:
         if settings.llm_provider == "none":

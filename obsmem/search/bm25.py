@@ -19,10 +19,10 @@ entry dated within it (its day or the date its message referred to) is multiplie
 ``1 + OM_SEARCH_DATE_BOOST``. The date is applied inside the query, so an entry of that day is
 found however far down the plain ranking it was.
 
-A process that answers one query and exits (``om search``) first passes its settings through
-``for_cold_process``: loading a local embedding model or reranker takes seconds, far longer than
-the query, so such a process searches with BM25 and says so on stderr (``COLD_NOTE``); hybrid
-search is for a process that keeps the model loaded (``om mcp``).
+A process that answers one query and exits (``om search``) never loads a local embedding model
+or reranker (seconds, far longer than the query): it asks the search daemon, which keeps them
+loaded (``client.cold_search``), and when that cannot answer passes its settings through
+``for_cold_process``, which searches with BM25 and says why on stderr.
 
 A query that names a speaker raises the entries that speaker said: an entry whose text starts
 with ``Name:`` (how a memory of a conversation records a turn), when
@@ -42,13 +42,13 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import date as Date
 
 from obsmem.errors import UsageError
 from obsmem.index.db import using_index
 from obsmem.index.query import STOPWORDS, fts_query
 from obsmem.index.stamp import unchanged
+from obsmem.records import dataclass
 from obsmem.search.dates import DateSpan, query_dates
 from obsmem.settings import Settings, load_settings
 
@@ -87,6 +87,7 @@ __all__ = [
     "distinct_rows",
     "for_cold_process",
     "hit_from_row",
+    "needs_local_model",
     "query_index",
     "search",
     "search_rows",
@@ -470,32 +471,48 @@ def search(
     return [hit_from_row(rank, row, score) for rank, (row, score) in enumerate(rows, start=1)]
 
 
-#: What a cold process prints when it answers with BM25 instead of loading a local model.
-COLD_NOTE = "hybrid search needs a running `om mcp`; showing keyword (BM25) results"
+#: What a cold process prints when it answers with BM25 instead of loading a local model and
+#: the search daemon is off (``client.py`` has the notes of the daemon's cases).
+COLD_NOTE = (
+    "hybrid search needs the search daemon (OM_SEARCH_DAEMON=off) or `om mcp`; "
+    "showing keyword (BM25) results"
+)
 #: The same, when only the reranker (always a local model) is left out.
-COLD_RERANK_NOTE = "reranking needs a running `om mcp`; showing results without it"
+COLD_RERANK_NOTE = (
+    "reranking needs the search daemon (OM_SEARCH_DAEMON=off) or `om mcp`; "
+    "showing results without it"
+)
 
 
-def for_cold_process(settings: Settings) -> Settings:
+def needs_local_model(settings: Settings) -> bool:
+    """True when searching with ``settings`` could load a local model (a fastembed embedder or
+    a reranker): what a cold process leaves to the search daemon. Decided without importing the
+    embeddings module, so it may be true of settings whose model cannot load."""
+    local_model = _may_embed(settings) and settings.embed_provider == "fastembed"
+    return local_model or bool(settings.rerank_model)
+
+
+def for_cold_process(settings: Settings, note: str | None = None) -> Settings:
     """``settings`` for a process that answers one query and exits: no local model loaded.
 
     When the settings would load a local embedding model (fastembed) or a reranker, both take
     seconds, so the search runs with BM25 alone (``search_backend="bm25"``, no reranker) and
-    ``COLD_NOTE`` (or ``COLD_RERANK_NOTE``) is printed on stderr once. An endpoint embedder
-    (which loads no model here) and settings that are BM25 already are returned unchanged,
-    silently.
+    ``note`` is printed on stderr once (by default ``COLD_NOTE``, or ``COLD_RERANK_NOTE``;
+    ``""``: nothing). An endpoint embedder (which loads no model here) and settings that are
+    BM25 already are returned unchanged, silently.
     """
-    local_model = _may_embed(settings) and settings.embed_provider == "fastembed"
-    if not local_model and not settings.rerank_model:
+    if not needs_local_model(settings):
         return settings  # decided without importing the embeddings module
-    import dataclasses
-
     from obsmem.search.embeddings import backend_status, notice
 
+    local_model = _may_embed(settings) and settings.embed_provider == "fastembed"
     if local_model:
         local_model = backend_status(settings)[0] == "hybrid"
     if not local_model and not settings.rerank_model:
         return settings
-    notice(COLD_NOTE if local_model else COLD_RERANK_NOTE)
+    if note is None:
+        note = COLD_NOTE if local_model else COLD_RERANK_NOTE
+    if note:
+        notice(note)
     backend = "bm25" if local_model else settings.search_backend
-    return dataclasses.replace(settings, search_backend=backend, rerank_model="")
+    return settings.replace(search_backend=backend, rerank_model="")

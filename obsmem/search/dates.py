@@ -21,9 +21,10 @@ Nothing else is guessed: a number alone is not a year, and "last Friday" is not 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import date as Date
 from datetime import timedelta
+
+from obsmem.records import dataclass
 
 __all__ = ["DateSpan", "query_dates"]
 

@@ -19,10 +19,10 @@ providers (``OM_EMBED_PROVIDER``):
 - ``hybrid``: as ``auto``, and with fastembed and no folder, fastembed's own copy of
   ``OM_EMBED_MODEL`` (downloaded on first use). When that fails, BM25, and one line on stderr.
 
-A process that answers one query and exits (``om search``) calls ``bm25.for_cold_process``
-first: a local model takes seconds to load, far longer than the query, so such a process searches
-with BM25 and says so on stderr; hybrid search is for a process that keeps the model loaded
-(``om mcp``). An endpoint loads nothing in the process, so it stays hybrid.
+A process that answers one query and exits (``om search``) never loads a local model (seconds,
+far longer than the query): the search daemon answers for it (``client.py``, ``daemon.py``), or
+``bm25.for_cold_process`` makes it search with BM25 and say so on stderr. An endpoint loads
+nothing in the process, so it stays hybrid.
 
 An embedder that fails to load is reported once per process (``notice``), never as a traceback.
 fastembed, numpy and the openai SDK are imported only inside the functions that need them, so

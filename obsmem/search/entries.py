@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import date as Date
 
 from obsmem.errors import UsageError
+from obsmem.records import dataclass
 from obsmem.search.bm25 import ENTRY_COLUMNS, search_rows
 
 TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py

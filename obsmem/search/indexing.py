@@ -27,7 +27,11 @@ from obsmem.index.sync import refresh as refresh_index
 from obsmem.memory.store import MemoryStore
 from obsmem.settings import Settings, load_settings
 
-__all__ = ["VectorReport", "embed_index", "reindex", "update_vectors"]
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
+if TYPE_CHECKING:
+    from obsmem.search.vectors import Progress
+
+__all__ = ["VectorReport", "embed_index", "reindex", "update_vectors", "vector_counts"]
 
 
 @dataclass(frozen=True)
@@ -54,8 +58,13 @@ class VectorReport:
         }
 
 
-def update_vectors(conn: sqlite3.Connection, settings: Settings | None = None) -> VectorReport:
+def update_vectors(
+    conn: sqlite3.Connection, settings: Settings | None = None, progress: Progress | None = None
+) -> VectorReport:
     """Embed the entries of an up-to-date index that have no vector under the configured model.
+
+    ``progress(done, total)`` is called before the first batch and after each one
+    (``vectors.embed_missing``): ``om reindex`` shows it as a line on stderr.
 
     Raises ``SettingsError`` when the embedder cannot be loaded, ``ProviderError`` when an
     endpoint fails and ``IndexError_`` when the vectors cannot be stored.
@@ -72,7 +81,7 @@ def update_vectors(conn: sqlite3.Connection, settings: Settings | None = None) -
     from obsmem.search.vectors import VectorStore
 
     try:
-        count = VectorStore(conn, embedder).sync()
+        count = VectorStore(conn, embedder).sync(progress)
     except (OmError, sqlite3.Error):
         raise
     except Exception as exc:  # onnxruntime and numpy raise many kinds; callers expect OmError
@@ -83,14 +92,18 @@ def update_vectors(conn: sqlite3.Connection, settings: Settings | None = None) -
     return VectorReport(embedder.name, count)
 
 
-def _guarded(conn: sqlite3.Connection, settings: Settings | None) -> VectorReport:
+def _guarded(
+    conn: sqlite3.Connection, settings: Settings | None, progress: Progress | None = None
+) -> VectorReport:
     try:
-        return update_vectors(conn, settings)
+        return update_vectors(conn, settings, progress)
     except OmError as exc:
         return VectorReport(None, problem=str(exc))
 
 
-def embed_index(store: MemoryStore, settings: Settings | None = None) -> VectorReport:
+def embed_index(
+    store: MemoryStore, settings: Settings | None = None, progress: Progress | None = None
+) -> VectorReport:
     """Refresh the index of ``store``, then embed what has no vector (see the module doc).
 
     An embedder that cannot be used is reported in ``problem``, not raised: the index is up to
@@ -101,13 +114,13 @@ def embed_index(store: MemoryStore, settings: Settings | None = None) -> VectorR
 
     def work(conn: sqlite3.Connection) -> VectorReport:
         refresh_index(store, conn)
-        return _guarded(conn, settings)
+        return _guarded(conn, settings, progress)
 
     return using_index(store.index_path, work)
 
 
 def reindex(
-    store: MemoryStore, settings: Settings | None = None
+    store: MemoryStore, settings: Settings | None = None, progress: Progress | None = None
 ) -> tuple[RefreshReport, VectorReport]:
     """Rebuild the index of ``store`` from the markdown, then embed what has no vector.
 
@@ -116,5 +129,29 @@ def reindex(
     reported in the ``VectorReport``, not raised.
     """
     report = rebuild(store)
-    vectors = using_index(store.index_path, lambda conn: _guarded(conn, settings))
+    vectors = using_index(store.index_path, lambda conn: _guarded(conn, settings, progress))
     return report, vectors
+
+
+def vector_model(settings: Settings) -> str:
+    """The name the configured embedder stores its vectors under, without loading it."""
+    from obsmem.search.embeddings import embed_model_name
+    from obsmem.search.endpoint import endpoint_name
+
+    model = embed_model_name(settings)
+    if settings.embed_provider == "openai-compatible":
+        model = endpoint_name(model, settings.embed_base_url)
+    return model
+
+
+def vector_counts(store: MemoryStore, settings: Settings) -> tuple[str, int, int]:
+    """(the model, entries with no vector under it, entries that should have one), without
+    loading the model or any vector (``om status``, ``om doctor``). Raises ``IndexError_`` when
+    the index cannot be read."""
+    from obsmem.search.vectors import count_unembedded
+
+    model = vector_model(settings)
+    missing, total = using_index(
+        store.index_path, lambda conn: count_unembedded(conn, model), check=False
+    )
+    return model, missing, total

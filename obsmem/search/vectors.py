@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -57,6 +57,7 @@ __all__ = [
     "VectorStore",
     "clear_cache",
     "count_unembedded",
+    "embed_missing",
     "embed_text",
     "principal_directions",
     "text_hash",
@@ -121,6 +122,79 @@ def count_unembedded(conn: sqlite3.Connection, model: str) -> tuple[int, int]:
         (model,),
     ).fetchone()
     return int(missing), int(total)
+
+
+#: ``progress(done, total)``: entries with a vector so far, of those that should have one.
+Progress = Callable[[int, int], None]
+
+
+def embed_missing(
+    conn: sqlite3.Connection,
+    embedder: Embedder,
+    *,
+    progress: Progress | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> int:
+    """Embed the entry texts of ``conn``'s index with no vector under ``embedder``; return how
+    many were embedded. Vectors no entry uses any longer are deleted on the way.
+
+    Works in batches of ``_BATCH`` texts, each committed on its own, so that what is embedded
+    is searchable at once and an interrupted run keeps its work. ``progress`` is called before
+    the first batch and after each one; ``stop`` is asked between batches (a daemon leaving).
+    Uses no cache (``VectorStore``'s snapshots): a background thread runs it on a connection of
+    its own while searches use theirs.
+    """
+    import numpy as np
+
+    model = embedder.name
+    wanted: dict[str, str] = {}
+    for _, section, text in conn.execute(_ENTRIES_SQL):
+        body = embed_text(section, str(text))
+        wanted.setdefault(text_hash(body), body)
+    stored = {
+        str(h): int(dim)
+        for h, dim in conn.execute("SELECT hash, dim FROM vectors WHERE model = ?", (model,))
+    }
+    # A vector of another dimension (the server's model changed under the same name) is
+    # useless to ``rank``: embedded again and replaced. ``dim`` is asked only when needed,
+    # because an endpoint learns it with a request.
+    dim = embedder.dim if stored else 0
+    missing = [(h, body) for h, body in wanted.items() if h not in stored or stored[h] != dim]
+    stale = [(h, model) for h in stored if h not in wanted]
+    total, done = len(wanted), len(wanted) - len(missing)
+    if progress is not None:
+        progress(done, total)
+    embedded = 0
+    for start in range(0, len(missing), _BATCH):
+        if stop is not None and stop():
+            break
+        batch = missing[start : start + _BATCH]
+        matrix = embedder.embed([body for _, body in batch])
+        rows = [
+            (h, model, int(matrix.shape[1]), np.ascontiguousarray(vec, dtype="<f4").tobytes())
+            for (h, _), vec in zip(batch, matrix, strict=True)
+        ]
+        _write(conn, "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+        embedded += len(batch)
+        if progress is not None:
+            progress(done + embedded, total)
+    if stale:
+        _write(conn, "DELETE FROM vectors WHERE hash = ? AND model = ?", stale)
+    return embedded
+
+
+def _write(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[object, ...]]) -> None:
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(sql, rows)
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise IndexError_(
+            f"cannot store embeddings in the search index: {exc}",
+            "another om process may be writing it; try again, or run `om reindex`",
+        ) from exc
 
 
 @dataclass
@@ -234,64 +308,19 @@ class VectorStore:
             _SNAPSHOTS[self.embedder.name] = snap
         return snap
 
-    def sync(self) -> int:
+    def sync(self, progress: Progress | None = None) -> int:
         """Embed every entry text that has no vector under this model yet; return how many.
 
         Also deletes this model's vectors that no entry uses any longer, so the table does not
-        grow with every edit.
+        grow with every edit. ``progress`` is ``embed_missing``'s.
         """
         if self._snapshot().synced:
             return 0
-        count = self._sync()
+        count = embed_missing(self.conn, self.embedder, progress=progress)
         # After our own writes: the state they left is the one known to be in sync.
         snap = self._snapshot()
         snap.synced = True
         return count
-
-    def _sync(self) -> int:
-        import numpy as np
-
-        model = self.embedder.name
-        wanted: dict[str, str] = {}
-        for _, section, text in self.conn.execute(_ENTRIES_SQL):
-            body = embed_text(section, str(text))
-            wanted.setdefault(text_hash(body), body)
-        stored = {
-            str(h): int(dim)
-            for h, dim in self.conn.execute(
-                "SELECT hash, dim FROM vectors WHERE model = ?", (model,)
-            )
-        }
-        # A vector of another dimension (the server's model changed under the same name) is
-        # useless to ``rank``: embedded again and replaced. ``dim`` is asked only when needed,
-        # because an endpoint learns it with a request.
-        dim = self.embedder.dim if stored else 0
-        missing = [(h, body) for h, body in wanted.items() if h not in stored or stored[h] != dim]
-        stale = [(h, model) for h in stored if h not in wanted]
-        for start in range(0, len(missing), _BATCH):
-            batch = missing[start : start + _BATCH]
-            matrix = self.embedder.embed([body for _, body in batch])
-            rows = [
-                (h, model, int(matrix.shape[1]), np.ascontiguousarray(vec, dtype="<f4").tobytes())
-                for (h, _), vec in zip(batch, matrix, strict=True)
-            ]
-            self._write("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
-        if stale:
-            self._write("DELETE FROM vectors WHERE hash = ? AND model = ?", stale)
-        return len(missing)
-
-    def _write(self, sql: str, rows: Sequence[tuple[object, ...]]) -> None:
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
-            self.conn.executemany(sql, rows)
-            self.conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise IndexError_(
-                f"cannot store embeddings in the search index: {exc}",
-                "another om process may be writing it; try again, or run `om reindex`",
-            ) from exc
 
     def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
         """The ``limit`` entries most similar to ``query``: (entry rowid, cosine), best first.
