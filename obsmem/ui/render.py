@@ -24,11 +24,17 @@ _WIKI = re.compile(r"\[\[([a-z0-9][a-z0-9_-]*(?:/[a-z0-9][a-z0-9_-]*)?)\]\]")
 # A cited observation id: (^k3v9q2m7xa), or a bare ^k3v9q2m7xa.
 _CITE = re.compile(r"\^([0-9a-z]{10})\b")
 _WORD = re.compile(r"[^\W_]+")
+# A reflection line's text starts with its priority mark, which the page already shows as a dot.
+_LEADING_MARK = re.compile("^(?:" + "|".join(map(re.escape, PRIORITIES)) + ")\ufe0f?\\s*")
+
+
+def _unmarked(text: object) -> str:
+    return _LEADING_MARK.sub("", str(text), count=1)
 
 
 def linkify(text: object) -> Markup:
     """Escaped ``text`` with vault wiki-links and cited ids turned into links."""
-    safe = str(escape(str(text)))
+    safe = str(escape(_unmarked(text)))
     safe = _WIKI.sub(lambda m: f'<a href="/vault/{m.group(1)}">{m.group(1)}</a>', safe)
     safe = _CITE.sub(lambda m: f'<a href="/entry/{m.group(1)}">^{m.group(1)}</a>', safe)
     return Markup(safe)
@@ -40,7 +46,7 @@ def highlight(text: object, query: str) -> Markup:
     The index stems words, so "deploy" finds "deployed"; marking every word that starts with a
     query word shows most of why a line matched."""
     words = sorted({w.casefold() for w in _WORD.findall(query or "") if len(w) > 1}, key=len)
-    raw = str(text)
+    raw = _unmarked(text)
     if not words:
         return Markup(escape(raw))
     pattern = re.compile(
