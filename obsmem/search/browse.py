@@ -27,6 +27,7 @@ from obsmem.index.sync import refresh as refresh_index
 from obsmem.memory.model import PRIORITIES
 from obsmem.search.bm25 import ENTRY_COLUMNS
 from obsmem.search.entries import SELECT, Filters, entry_dict
+from obsmem.search.mixed import KIND_GROUPS
 
 TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["OBSERVATION_KINDS", "PRIORITY_NAMES", "BrowsePage", "browse", "facets"]
 
 #: The index kinds of observation lines (``observations.md`` and the archived months).
-OBSERVATION_KINDS: tuple[str, ...] = ("observation", "archive")
+OBSERVATION_KINDS: tuple[str, ...] = KIND_GROUPS["observation"]
 #: Priority names (as filters take them) -> the emoji the markdown and the index hold.
 PRIORITY_NAMES: dict[str, str] = {name: emoji for emoji, name in PRIORITIES.items()}
 #: Most entries one page holds.

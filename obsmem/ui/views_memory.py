@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from obsmem.errors import UsageError
-from obsmem.search.browse import PRIORITY_NAMES, browse, facets
+from obsmem.search.browse import OBSERVATION_KINDS, PRIORITY_NAMES, browse, facets
 from obsmem.search.entries import Filters
 from obsmem.search.mixed import KIND_GROUPS, search_everything
 from obsmem.search.recall import show
@@ -72,10 +72,11 @@ async def timeline(viewer: Viewer, request: Request) -> Response:
     """Observations by day, newest first, filtered, a page at a time (keyset: ``?after=``)."""
     filters = filters_of(request)
     priority = _text(request, "priority")
+    after = _text(request, "after")
 
     def work() -> tuple[Any, dict[str, list[str]]]:
         page = browse(viewer.store, filters=filters, priority=priority,
-                      cursor=_text(request, "after"), limit=PAGE_SIZE,
+                      cursor=after, limit=PAGE_SIZE,
                       index=viewer.index)  # fmt: skip
         return page, facets(viewer.store, index=viewer.index)
 
@@ -84,7 +85,7 @@ async def timeline(viewer: Viewer, request: Request) -> Response:
     chosen = _chosen(request)
     return viewer.page(request, "timeline.html", days=days, page=page, chosen=chosen,
                        choices=choices, priorities=list(PRIORITY_NAMES),
-                       first=_text(request, "after") is None)  # fmt: skip
+                       first=after is None)  # fmt: skip
 
 
 async def search(viewer: Viewer, request: Request) -> Response:
@@ -116,5 +117,5 @@ async def entry(viewer: Viewer, request: Request) -> Response:
     """One entry as ``om show`` gives it: citation, provenance, the transcript excerpt."""
     entry_id = request.path_params["entry_id"]
     found = await run_in_threadpool(show, viewer.store, entry_id)
-    editable = found["kind"] in ("observation", "archive")
+    editable = found["kind"] in OBSERVATION_KINDS
     return viewer.page(request, "entry.html", entry=found, editable=editable)

@@ -11,7 +11,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from obsmem.context.startup import (
-    CHARS_PER_TOKEN,
     DEFAULT_BUDGET,
     build_context,
     startup_entries,
@@ -100,7 +99,9 @@ async def next_session(viewer: Viewer, request: Request) -> Response:
         return text, sorted(known)
 
     text, projects = await run_in_threadpool(work)
-    tokens = len(text) // CHARS_PER_TOKEN + 1
+    from obsmem.observe.observer import estimate_tokens
+
+    tokens = estimate_tokens(text)
     return viewer.page(request, "next.html", text=text, tokens=tokens, budget=budget,
                        project=project or "", projects=projects)  # fmt: skip
 
