@@ -80,15 +80,17 @@ def start_detached(
     import subprocess
     import sys
 
+    from obsmem.errors import MemoryDirError
+    from obsmem.memory.atomic import ensure_dir
+
     env = dict(os.environ if environ is None else environ)
     try:
-        folder = logs_dir(env)
-        folder.mkdir(parents=True, exist_ok=True)
-        log_path = folder / log_name
+        # ensure_dir: the logs folder is private (0700) whoever starts first.
+        log_path = ensure_dir(logs_dir(env)) / log_name
         with contextlib.suppress(OSError):
             rotate(log_path)
         fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    except OSError:
+    except (OSError, MemoryDirError):
         fd = subprocess.DEVNULL
     try:
         # -P: not the working directory first on the module path, where a checkout of om (or

@@ -82,19 +82,13 @@ def _log(message: str) -> None:
 
 def _take_lock(path: str, wait: float) -> int | None:
     """The lock at ``path`` held by a new descriptor, or None when another process keeps it."""
-    import fcntl
+    from obsmem.memory.atomic import flock_until
 
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except OSError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                return None
-            time.sleep(0.1)
+    if flock_until(fd, time.monotonic() + wait):
+        return fd
+    os.close(fd)
+    return None
 
 
 class SearchDaemon:
