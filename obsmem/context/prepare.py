@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from obsmem import paths
 from obsmem.context import rendered
 from obsmem.context.gather import (
     RECENT_DAYS,
@@ -319,7 +318,7 @@ def prepare_context(
             "utf-8", "replace"
         )
         old = store.read_bytes(store.context_path)
-        ahead = Path(paths.rendered_context_file({"OM_STATE_DIR": str(store.state_dir)}))
+        ahead = store.rendered_context_path
         if _without_stamp(old) != _without_stamp(encoded):
             # Gone first: a crash between the two writes must not leave it over another source.
             with contextlib.suppress(FileNotFoundError):

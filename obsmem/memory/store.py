@@ -130,6 +130,7 @@ class MemoryStore:
         self.turns_path = paths.turns_path(env)
         self.usage_path = paths.usage_path(env)
         self.context_path = paths.context_path(env)
+        self.rendered_context_path = Path(paths.rendered_context_file(env))
         self.lock_timeout = lock_timeout
 
     # -- places -------------------------------------------------------------------------------
