@@ -116,8 +116,13 @@ class _Parsed:
     def copy(self) -> _Parsed:
         return _Parsed(dict(self.provenance), dict(self.forgotten), self.bad)
 
-    def feed(self, data: bytes) -> _Parsed:
-        """Apply ``data``'s lines in order (the last entry of an id wins); returns ``self``."""
+    def feed(self, data: bytes, *, unfinished: bool = False) -> _Parsed:
+        """Apply ``data``'s lines in order (the last entry of an id wins); returns ``self``.
+
+        ``unfinished``: ``data`` is a last line without its ending. Another process may be
+        writing it right now (a read can see half of an append), so it counts when whole and
+        is not counted as unreadable; a line torn by a crash counts once the next append ends it.
+        """
         provenance, forgotten = self.provenance, self.forgotten
         for raw in data.split(b"\n"):
             if not raw.strip():
@@ -137,14 +142,15 @@ class _Parsed:
                 forgotten.pop(obs_id, None)
             except (ValueError, KeyError, TypeError, RecursionError):
                 # RecursionError: a garbage line of deeply nested brackets stops json's decoder.
-                self.bad += 1
+                self.bad += not unfinished
         return self
 
 
 def _scan(data: bytes) -> tuple[dict[str, Provenance], dict[str, str], int]:
     """Every id's last provenance, the ids whose last entry is a tombstone (with its time), and
     the number of lines that could not be read."""
-    parsed = _Parsed().feed(data)
+    end = data.rfind(b"\n") + 1
+    parsed = _Parsed().feed(data[:end]).feed(data[end:], unfinished=True)
     return parsed.provenance, parsed.forgotten, parsed.bad
 
 
@@ -195,14 +201,14 @@ def _parsed_locked(path: Path) -> _Parsed:
     ):
         tail = _Tail(0, _digest(b""), _Parsed())  # new, or not an append: parse it all
     # Whole lines are kept for next time; a last line without its ending (being appended, or
-    # torn by a crash) is read now as it is and again once it is complete.
+    # torn by a crash) is read now if it is whole, and again once it has its ending.
     end = data.rfind(b"\n") + 1
     if end > tail.offset:
         tail.parsed.feed(data[tail.offset : end])
         tail.offset = end
         tail.digest = _digest(memoryview(data)[:end])
     _TAILS[key] = tail
-    return tail.parsed.copy().feed(data[end:])
+    return tail.parsed.copy().feed(data[end:], unfinished=True)
 
 
 def read_ledger(

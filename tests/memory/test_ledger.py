@@ -58,7 +58,8 @@ def test_torn_last_line_does_not_corrupt_the_next_append(tmp_path: Path) -> None
     append_provenance(ledger, [("a0b1c2d3e4", PROV)])
     with ledger.open("ab") as handle:  # a writer killed halfway through its line
         handle.write(b'{"id": "zzzzzzzzzz", "provenance": {"pa')
-    assert read_ledger(ledger) == ({"a0b1c2d3e4": PROV}, 1)
+    # Until something follows it, a last line without its ending may be an append in progress.
+    assert read_ledger(ledger) == ({"a0b1c2d3e4": PROV}, 0)
     later = Provenance(path="/t/later.jsonl", line_start=1)
     append_provenance(ledger, [("k3v9q2m7xa", later)])
     entries, bad = read_ledger(ledger)
@@ -174,7 +175,8 @@ def test_any_mix_of_entries_and_garbage(
             append_provenance(ledger, [item])
             expected[item[0]] = item[1]
             torn = False
-    assert read_ledger(ledger) == (expected, bad)
+    # A torn last line with nothing after it may still be being written: not counted yet.
+    assert read_ledger(ledger) == (expected, bad - torn)
 
 
 def _counting_loads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
