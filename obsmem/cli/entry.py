@@ -66,17 +66,11 @@ def main() -> None:
 def _run(argv: list[str]) -> None:
     if argv and argv[0] == "context":
         # What was rendered ahead needs nothing but ``os``; anything else loads the full path.
-        from obsmem.context.rendered import prepared, request
+        from obsmem.context.rendered import fast_main as context_main
 
-        asked = request(argv[1:])
-        if asked is not None:
-            text = prepared(asked)
-            if text is not None:
-                print(text)
-                sys.exit(0)
-            from obsmem.context.startup import answer
-
-            sys.exit(answer(asked))
+        status = context_main(argv[1:])
+        if status is not None:
+            sys.exit(status)
     if argv and argv[0] == "hook":
         from obsmem.integrations.hooks import fast_main as hook_main
 

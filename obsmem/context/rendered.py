@@ -12,7 +12,8 @@ rendered from. Any mismatch, or a request the file does not hold (another budget
 project not rendered), gives None and the caller takes the full path
 (``obsmem.context.startup``), so what is printed is always what that path would print.
 
-It also reads the hook's payload on stdin (a flat JSON object of strings is read by hand; anything
+``fast_main`` is ``om context`` itself, run by the console script before click is loaded. It
+also reads the hook's payload on stdin (a flat JSON object of strings is read by hand; anything
 else by ``json``) and finds a directory's project, both needed before the choice is made.
 """
 
@@ -31,6 +32,7 @@ __all__ = [
     "UNKNOWN",
     "Request",
     "encode",
+    "fast_main",
     "local_day",
     "prepared",
     "project_for",
@@ -373,3 +375,24 @@ def prepared(asked: Request, environ: Mapping[str, str] | None = None) -> str | 
         return part(_name(day, asked.agent, UNKNOWN))
     except ValueError:  # not UTF-8: not a file this module wrote
         return None
+
+
+def fast_main(argv: list[str]) -> int | None:
+    """``om context`` without click: parse the few options by hand and print.
+
+    Returns the exit status, or None when the arguments need the full command line (help, an
+    unknown option, a bad value): click then explains the problem properly. The session's
+    directory is ``--cwd`` when given, else the hook payload's ``cwd``, else the process's own.
+    What was rendered ahead is printed when it is what ``startup.run_context`` would print;
+    ``startup.answer`` gives the rest (imported only then: it costs a session start ``json``).
+    """
+    asked = request(argv)
+    if asked is None:
+        return None
+    text = prepared(asked)
+    if text is None:
+        from obsmem.context.startup import answer
+
+        return answer(asked)
+    print(text)
+    return 0

@@ -24,9 +24,8 @@ from obsmem.context.rendered import (
     AGENTS,
     DEFAULT_BUDGET,
     Request,
-    prepared,
+    fast_main,
     project_for,
-    request,
     stdin_cwd,
 )
 from obsmem.context.when import ago, ordinal, today_ordinal, with_plan
@@ -400,25 +399,6 @@ def startup_entries(environ: Mapping[str, str] | None = None) -> list[ContextEnt
 
         entries = prepare_context(MemoryStore(environ=environ)).entries
     return entries
-
-
-def fast_main(argv: list[str]) -> int | None:
-    """``om context`` without click: parse the few options by hand and print.
-
-    Returns the exit status, or None when the arguments need the full command line (help, an
-    unknown option, a bad value): click then explains the problem properly. The session's
-    directory is ``--cwd`` when given, else the hook payload's ``cwd``, else the process's own.
-    What was rendered ahead (``obsmem.context.rendered``) is printed when it is what
-    ``run_context`` would print; ``answer`` gives the rest.
-    """
-    asked = request(argv)
-    if asked is None:
-        return None
-    text = prepared(asked)
-    if text is None:
-        return answer(asked)
-    print(text)
-    return 0
 
 
 def answer(asked: Request) -> int:
