@@ -4,17 +4,27 @@ so are ``om worker``, the background process hooks start, and ``om search`` (``c
 which agents run from a cold process for each question.
 
 ``failure`` is the one place that turns an exception into the command line's one-line message
-and exit status, for the click commands and the fast paths alike."""
+and exit status, and ``report`` the one place that prints it, for the click commands and the
+fast paths alike."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-__all__ = ["EXIT_BUG", "EXIT_ERROR", "failure", "main", "silence_stdout"]
+__all__ = [
+    "EXIT_BUG",
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "failure",
+    "main",
+    "report",
+    "silence_stdout",
+]
 
 EXIT_ERROR = 2
 EXIT_BUG = 70
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
 def failure(exc: Exception) -> tuple[str, int]:
@@ -34,6 +44,24 @@ def failure(exc: Exception) -> tuple[str, int]:
         "(set OM_DEBUG=1 to see the traceback, and please report it)",
         EXIT_BUG,
     )
+
+
+def report(exc: BaseException) -> int:
+    """Print what ended a command on stderr, in one line, and return the exit status.
+
+    Ctrl-C gives ``om: interrupted`` and 130; any other exception ``failure``'s line and status.
+    A bug is raised again instead when ``OM_DEBUG`` is set, for its traceback.
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        print("om: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if not isinstance(exc, Exception):
+        raise exc  # SystemExit and the like are not failures
+    message, status = failure(exc)
+    if status == EXIT_BUG and os.environ.get("OM_DEBUG"):
+        raise exc
+    print(message, file=sys.stderr)
+    return status
 
 
 def silence_stdout() -> None:

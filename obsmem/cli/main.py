@@ -9,14 +9,13 @@ Output into a pipe whose reader went away ends quietly, status 0.
 
 from __future__ import annotations
 
-import os
 from functools import cached_property
 from typing import Any
 
 import click
 
 from obsmem import __version__
-from obsmem.cli.entry import EXIT_BUG, EXIT_ERROR, failure
+from obsmem.cli.entry import EXIT_BUG, EXIT_ERROR, report, silence_stdout
 from obsmem.memory.store import MemoryStore
 from obsmem.settings import Settings, load_settings
 
@@ -45,21 +44,12 @@ class OmGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
-        except KeyboardInterrupt:
-            click.echo("om: interrupted", err=True)
-            ctx.exit(130)
         except BrokenPipeError:
             # Output piped into `head` and the like: not an error worth a message.
-            from obsmem.cli.entry import silence_stdout
-
             silence_stdout()
             ctx.exit(0)
-        except Exception as exc:
-            message, status = failure(exc)
-            if status == EXIT_BUG and os.environ.get("OM_DEBUG"):
-                raise
-            click.echo(message, err=True)
-            ctx.exit(status)
+        except (KeyboardInterrupt, Exception) as exc:
+            ctx.exit(report(exc))
 
 
 @click.group(cls=OmGroup, context_settings={"help_option_names": ["-h", "--help"]})

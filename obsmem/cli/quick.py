@@ -5,12 +5,11 @@ so importing click (and the rest of the command line) would cost more than the q
 ``commands.py``, and runs the same ``search_output``. Whatever it does not understand for certain
 (``--help``, an unknown option, a missing or bad value) it hands back to click, so
 usage errors and help read the same whichever way a command line arrives. Errors while searching
-are reported as every command reports them (``entry.failure``): one line, status 2.
+are reported as every command reports them (``entry.report``): one line, status 2.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
 from obsmem.search.client import FILTER_OPTIONS
@@ -127,8 +126,6 @@ def search_main(argv: list[str]) -> int | None:
     parsed = parse_search(argv)
     if parsed is None:
         return None
-    from obsmem.cli.entry import EXIT_BUG, failure
-
     try:
         from obsmem.search.entries import LazyStore
         from obsmem.settings import load_settings
@@ -144,16 +141,11 @@ def search_main(argv: list[str]) -> int | None:
         out = search_output(store, settings, " ".join(words), limit=limit,
                             as_json=bool(parsed["json"]), filters=parsed,
                             kinds=kinds)  # fmt: skip
-    except KeyboardInterrupt:
-        print("om: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
-        raise
-    except Exception as exc:
-        message, status = failure(exc)
-        if status == EXIT_BUG and os.environ.get("OM_DEBUG"):
-            raise
-        print(message, file=sys.stderr)
-        return status
+        raise  # entry.main ends quietly
+    except (KeyboardInterrupt, Exception) as exc:
+        from obsmem.cli.entry import report
+
+        return report(exc)
     print(out)
     return 0

@@ -96,6 +96,37 @@ def test_both_paths_report_a_bad_filter_alike(
 
 
 @pytest.mark.parametrize(
+    ("raised", "status", "line"),
+    [
+        (KeyboardInterrupt(), 130, "om: interrupted\n"),
+        (RuntimeError("disk\non fire"), 70, "om: internal error: RuntimeError: disk on fire "),
+    ],
+)
+def test_both_paths_report_an_interrupt_or_a_bug_alike(
+    home: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    raised: BaseException,
+    status: int,
+    line: str,
+) -> None:
+    def boom(*args: object, **kwargs: object) -> str:
+        raise raised
+
+    monkeypatch.setattr("obsmem.cli.quick.search_output", boom)
+    monkeypatch.delenv("OM_DEBUG", raising=False)
+    code, out, err = _click(["redis"])
+    fast = _fast(["redis"], capsys)
+    assert fast == (code, out, err)
+    assert (code, out) == (status, "")
+    assert err.startswith(line) and err.count("\n") == 1
+    if status == 70:  # a bug's traceback, when asked for
+        monkeypatch.setenv("OM_DEBUG", "1")
+        with pytest.raises(RuntimeError, match="disk"):
+            search_main(["redis"])
+
+
+@pytest.mark.parametrize(
     "args",
     [
         [],
