@@ -37,12 +37,14 @@ if TYPE_CHECKING:
     from typing import Any
 
     from obsmem.memory.store import MemoryStore
+    from obsmem.search.entries import Filters
     from obsmem.settings import Settings
 
 __all__ = [
     "FILTER_OPTIONS",
     "PROTOCOL",
     "DaemonUnavailable",
+    "chosen_filters",
     "cold_search",
     "daemon_status",
     "handshake_key",
@@ -326,9 +328,16 @@ def cold_search(
         hits, note = _ask_daemon(store, settings, message)
         if hits is not None:
             return hits
-    from obsmem.search.entries import Filters
     from obsmem.search.mixed import search_everything
 
     cold = for_cold_process(settings, note)
-    chosen = Filters(**{name: filters.get(name) for name in FILTER_OPTIONS})  # type: ignore[arg-type]
+    chosen = chosen_filters(filters)
     return search_everything(store, text, kinds=kinds, filters=chosen, limit=limit, settings=cold)
+
+
+def chosen_filters(given: Mapping[str, object]) -> Filters:
+    """The ``entries.Filters`` of the ``FILTER_OPTIONS`` values in ``given`` (other keys are
+    left out): what a cold search and the daemon search with, from the same request."""
+    from obsmem.search.entries import Filters  # here: a search the daemon answers never needs it
+
+    return Filters(**{name: given.get(name) for name in FILTER_OPTIONS})  # type: ignore[arg-type]

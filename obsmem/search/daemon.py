@@ -41,8 +41,8 @@ from typing import Any
 
 from obsmem import paths
 from obsmem.search.client import (
-    FILTER_OPTIONS,
     PROTOCOL,
+    chosen_filters,
     handshake_key,
     install_stamp,
     lock_path,
@@ -302,11 +302,9 @@ class SearchDaemon:
         return {"ok": True, "hits": hits}
 
     def _search(self, message: dict[str, Any]) -> list[dict[str, Any]]:
-        from obsmem.search.entries import Filters
         from obsmem.search.mixed import search_everything
 
-        given = message.get("filters") or {}
-        filters = Filters(**{name: given.get(name) for name in FILTER_OPTIONS})
+        filters = chosen_filters(message.get("filters") or {})
         limit = message.get("limit", 10)
         kinds = message.get("kinds")
         return search_everything(

@@ -316,6 +316,35 @@ def test_a_usage_error_is_reported_as_without_the_daemon(
         assert err.count("\n") == 1
 
 
+def test_the_daemon_applies_the_filters_of_the_request(
+    memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory.add_observations([new_observation("PostgreSQL 17 is out", date="2026-11-20",
+                                             type="event")])  # fmt: skip
+    answered: list[bool] = []
+    ask = client._ask_daemon
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        hits, note = ask(*args, **kwargs)
+        answered.append(hits is not None)
+        return hits, note
+
+    monkeypatch.setattr(client, "_ask_daemon", spy)
+    store, settings = MemoryStore(), load_settings()
+
+    def texts(**filters: object) -> list[str]:
+        found = cold_search(store, settings, "postgresql", kinds=None, filters=filters, limit=5)
+        return [hit["text"] for hit in found]
+
+    with _daemon_thread(memory):
+        assert sorted(texts()) == sorted([*TEXTS, "PostgreSQL 17 is out"])
+        assert texts(until="2026-11-25") == ["PostgreSQL 17 is out"]
+        assert sorted(texts(type="fact", min_importance=0.1)) == sorted(TEXTS)
+        assert texts(since="2026-12-01") == []
+        assert texts(project="elsewhere", sort="ignored") == []
+    assert answered == [True] * 5
+
+
 @pytest.mark.parametrize(
     ("name", "value", "note"),
     [("OM_SEARCH_DAEMON", "off", "OM_SEARCH_DAEMON=off"), ("OM_SEARCH_BACKEND", "bm25", "")],
