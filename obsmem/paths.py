@@ -51,6 +51,7 @@ __all__ = [
     "VAULT_DIR",
     "agent_home",
     "backups_dir",
+    "checksum_name",
     "config_dir",
     "context_file",
     "context_path",
@@ -250,6 +251,15 @@ def run_dir(environ: Mapping[str, str] | None = None) -> str:
     if env.get("XDG_RUNTIME_DIR"):
         return os.path.join(env["XDG_RUNTIME_DIR"], APP_DIR_NAME)
     return os.path.join(env.get("TMPDIR") or "/tmp", f"om-{os.getuid()}")
+
+
+def checksum_name(data: bytes) -> str:
+    """A short file name for ``data`` (a transcript's path, a session's id): its CRC-32 and
+    Adler-32, 16 hex digits. Checksums, not ``hashlib``, whose import alone would cost every
+    prompt hook more than what it names; a collision only makes two keys share a file."""
+    import zlib
+
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
 def search_socket(index: str, environ: Mapping[str, str] | None = None) -> str:

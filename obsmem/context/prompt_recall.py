@@ -32,7 +32,6 @@ import json
 import os
 import re
 import time
-import zlib
 
 from obsmem import paths
 from obsmem.context.startup import CHARS_PER_TOKEN, build_context, load_entries, project_for
@@ -188,8 +187,7 @@ def startup_given(
 
 def _record_path(session: str, environ: Mapping[str, str] | None) -> str:
     data = session.encode("utf-8", "replace")
-    # Two checksums, not hashlib: its import alone costs a prompt more than the search does.
-    digest = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
+    digest = f"{paths.checksum_name(data)}{len(data):x}"
     return os.path.join(str(paths.recalled_dir(environ)), f"{digest}.json")
 
 

@@ -13,12 +13,11 @@ import contextlib
 import json
 import os
 import time
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from obsmem.paths import queue_dir
+from obsmem.paths import checksum_name, queue_dir
 
 __all__ = ["Batch", "Job", "enqueue", "pending", "take", "throttled"]
 
@@ -48,9 +47,7 @@ class Batch:
 
 
 def _key(transcript: str) -> str:
-    # Checksums, not hashlib, whose import alone would cost every prompt hook a few ms.
-    data = transcript.encode("utf-8", "surrogateescape")
-    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+    return checksum_name(transcript.encode("utf-8", "surrogateescape"))
 
 
 def enqueue(job: Job, environ: Mapping[str, str] | None = None) -> Path:

@@ -115,6 +115,9 @@ def test_no_memory_is_given_twice_in_one_session() -> None:
     assert elsewhere.ids == first.ids
     record = next(recalled_dir().glob("*.json"))
     assert "s1" not in record.name  # named by a digest: a session id is never a path
+    # The name is kept across versions, so an upgrade mid-session gives nothing twice.
+    names = sorted(path.name for path in recalled_dir().glob("*.json"))
+    assert names == ["141538f0011900a52.json", "8d1c694a011a00a62.json"]  # s1, s2
 
 
 def test_what_the_startup_context_gave_is_not_given_again(tmp_path: Path) -> None:

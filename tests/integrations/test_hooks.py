@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from obsmem.integrations import queue
 from obsmem.integrations.hooks import fast_main, find_transcript, handle_hook, read_payload
 from obsmem.integrations.queue import Job
 from obsmem.integrations.worker import run_worker, worker_running
-from obsmem.paths import agent_home, state_dir
+from obsmem.paths import agent_home, queue_dir, state_dir
 
 DEMO = Path(__file__).resolve().parents[2] / "obsmem" / "demo" / "data" / "transcripts"
 CLAUDE_SESSION = "7d3f2c1e-5b8a-4e6f-9a2d-1c4b7e8f0a3d"
@@ -55,6 +56,10 @@ def test_checkpoints_are_throttled_per_transcript(agents: None) -> None:
     later = handle_hook("checkpoint", "claude", payload, interval=900, spawn=False, now=2000.0)
     assert [first.action, again.action, later.action] == ["queued", "throttled", "queued"]
     assert len(queue.pending()) == 2
+    # One marker per transcript, named by checksums of its path, the same in every version.
+    key = zlib.crc32(first.transcript.encode()), zlib.adler32(first.transcript.encode())
+    marker = queue_dir() / "throttle" / "{:08x}{:08x}".format(*key)
+    assert [p.name for p in marker.parent.iterdir()] == [marker.name]
     job = queue.take().jobs[0]
     assert not job.flush  # a checkpoint leaves the incomplete tail for later
 
