@@ -47,14 +47,8 @@ class Amended:
         return self.before != self.after
 
 
-def _candidates(store: MemoryStore) -> list[Path]:
-    months = store.observations_archive_dir
-    archived = sorted(months.glob("*.md"), reverse=True) if months.is_dir() else []
-    return [store.observations_path, *archived]
-
-
 def _find(store: MemoryStore, entry_id: str) -> tuple[Path, list[str], Observation] | None:
-    for path in _candidates(store):
+    for path in store.observation_files():
         data = store.read_bytes(path)
         if not data:
             continue

@@ -38,12 +38,7 @@ class MissingReport:
 
 
 def _present(store: MemoryStore) -> set[str]:
-    ids = store.read_observations().ids()
-    folder = store.observations_archive_dir
-    if folder.is_dir():
-        for path in sorted(folder.glob("*.md")):
-            ids |= store.read_observations(path).ids()
-    return ids
+    return {i for path in store.observation_files() for i in store.read_observations(path).ids()}
 
 
 def find_missing(store: MemoryStore) -> MissingReport:

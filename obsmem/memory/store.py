@@ -290,6 +290,13 @@ class MemoryStore:
         """``archive/observations/``: observation days moved out of ``observations.md``."""
         return self.archive_dir / "observations"
 
+    def observation_files(self) -> list[Path]:
+        """``observations.md`` (even when missing), then the archive months, newest first: every
+        file an observation can be in."""
+        months = self.observations_archive_dir
+        archived = sorted(months.glob("*.md"), reverse=True) if months.is_dir() else []
+        return [self.observations_path, *archived]
+
     def archive_month(self, month: str) -> Path:
         """``archive/observations/YYYY-MM.md``: the observations of that month's archived days."""
         return self.observations_archive_dir / f"{month}.md"

@@ -387,3 +387,16 @@ def test_new_observation_rejects_bad_fields(kwargs: dict[str, object], message: 
     args: dict[str, object] = {"text": "fine", "date": "2026-02-01", **kwargs}
     with pytest.raises(UsageError, match=message):
         new_observation(**args)  # type: ignore[arg-type]
+
+
+def test_observation_files_are_the_file_then_the_archive_months_newest_first(
+    tmp_path: Path,
+) -> None:
+    store = MemoryStore(tmp_path / "mem")
+    assert store.observation_files() == [store.observations_path]  # nothing written yet
+    for name in ("2025-11.md", "2026-01.md", "2025-12.md", "notes.txt"):
+        path = store.observations_archive_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("# Observations\n", encoding="utf-8")
+    months = [store.archive_month(m) for m in ("2026-01", "2025-12", "2025-11")]
+    assert store.observation_files() == [store.observations_path, *months]
