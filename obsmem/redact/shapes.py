@@ -475,6 +475,13 @@ def _gated(text: str, counts: Counter[str]) -> list[Span]:
     return spans
 
 
+def _take(found: list[Span], spans: list[Span], counts: Counter[str]) -> int:
+    """Add a token's span(s) to ``spans`` and count it once; return where it ends."""
+    spans.extend(found)
+    counts[found[0][2]] += 1
+    return found[-1][1]
+
+
 def redact_shapes(text: str, counts: Counter[str]) -> list[Span]:
     """The spans of every token shape in ``text``, in order, each token counted in ``counts``.
 
@@ -492,18 +499,14 @@ def redact_shapes(text: str, counts: Counter[str]) -> list[Span]:
         if text[start : start + 2] in _BY_TWO or text[start] in _BY_ONE:
             found = _match_at(text, start)
             if found is not None:
-                spans.extend(found)
-                counts[found[0][2]] += 1
-                cursor = found[-1][1]
+                cursor = _take(found, spans, counts)
         for m in (_INNER if end - start <= _LONG_RUN else _INNER_LONG).finditer(text, start, end):
             pos = m.end()
             if pos < cursor:
                 continue
             found = _match_at(text, pos)
             if found is not None:
-                spans.extend(found)
-                counts[found[0][2]] += 1
-                cursor = found[-1][1]
+                cursor = _take(found, spans, counts)
     if runs:  # every gated shape holds a run of 20 token characters too
         spans.extend(_gated(text, counts))
     if "\n" in text:
