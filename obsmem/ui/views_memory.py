@@ -50,7 +50,8 @@ def _number(request: Request, name: str, default: float | None, low: float, high
 
 
 def filters_of(request: Request) -> Filters:
-    """The filters of a page's GET parameters (validated)."""
+    """The filters of a page's GET parameters. ``browse`` and ``search_everything`` validate
+    them, as for every caller: a bad value is a ``UsageError`` from there."""
     return Filters(
         since=_text(request, "since"),
         until=_text(request, "until"),
@@ -58,7 +59,7 @@ def filters_of(request: Request) -> Filters:
         min_importance=_number(request, "min_importance", None, 0.0, 1.0),
         project=_text(request, "project"),
         agent=_text(request, "agent"),
-    ).validated()
+    )
 
 
 def _chosen(request: Request) -> dict[str, str]:

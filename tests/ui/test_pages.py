@@ -52,10 +52,20 @@ def test_timeline_filters(client: TestClient, query: str, expected: list[str]) -
     assert texts(page.text) == expected
 
 
-def test_timeline_bad_filter_is_a_one_line_error_page(client: TestClient) -> None:
-    page = client.get("/?since=yesterday")
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("/?since=yesterday", "since &#39;yesterday&#39; is not a date"),
+        ("/search?q=redis&since=yesterday", "since &#39;yesterday&#39; is not a date"),
+        ("/?until=2026-02-30", "until &#39;2026-02-30&#39; is not a real date"),
+        ("/search?q=redis&type=mood", "unknown type &#39;mood&#39;"),
+        ("/?min_importance=2", "min_importance &#39;2&#39; is outside 0..1"),
+    ],
+)
+def test_a_bad_filter_is_a_one_line_error_page(client: TestClient, path: str, message: str) -> None:
+    page = client.get(path)
     assert page.status_code == 400
-    assert "since &#39;yesterday&#39; is not a date" in page.text
+    assert message in page.text
     assert "Traceback" not in page.text
 
 
