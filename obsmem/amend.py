@@ -7,8 +7,9 @@ guard against a file saved meanwhile as every other write of the store. What is 
 importance and type (the startup context, the vault pages, the index) is brought up to date
 afterwards, as after an observe.
 
-Only single-line observations are edited this way: one that continues over several lines is
-the user's own prose, better corrected in the file itself.
+An observation that continues over several lines (indented text under its bullet, as people
+write them) keeps those lines as they are: the tag is on the bullet's line, so only that line is
+rewritten, with its own part of the text.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from obsmem.errors import NotFound, UsageError
 from obsmem.memory import guard
 from obsmem.memory.atomic import atomic_write
 from obsmem.memory.ledger import append_observations
-from obsmem.memory.lines import render_observation
-from obsmem.memory.markdown import decode, encode, split_lines
+from obsmem.memory.lines import parse_observation, render_observation
+from obsmem.memory.markdown import BULLET, body, decode, encode, split_lines
 from obsmem.memory.model import OBSERVATION_TYPES, Observation, priority_for
 from obsmem.memory.observations import parse_observations
 from obsmem.memory.store import MemoryStore
@@ -70,6 +71,15 @@ def _amended(obs: Observation, importance: float | None, type_: str | None) -> O
     )
 
 
+def _own_text(line: str, obs: Observation) -> str:
+    """The text of ``obs`` that its bullet's ``line`` holds, without the lines continuing it."""
+    bullet = BULLET.match(body(line))
+    assert bullet is not None  # the parser found an observation on this line
+    head, _ = parse_observation(bullet.group("rest"), date=obs.date, depth=0,
+                                line=obs.line or 0, raw=line)  # fmt: skip
+    return head.text
+
+
 def _ending(line: str) -> str:
     return line[len(line.rstrip("\r\n")) :]
 
@@ -104,15 +114,13 @@ def amend(
             )
         path, lines, obs = found
         assert obs.line is not None
-        if obs.line_end is not None and obs.line_end != obs.line:
-            raise UsageError(
-                f"observation {wanted} spans lines {obs.line}-{obs.line_end} of {path.name}",
-                "edit it in the file itself",
-            )
         before = lines[obs.line - 1]
         indent = before[: len(before) - len(before.lstrip())]
         new = _amended(obs, importance, type)
-        rendered = render_observation(replace(new, depth=0))
+        # The bullet's line with the text it holds itself (all of it, unless lines continue it);
+        # a "(meaning ...)" is in that text already, or on a line kept as it is.
+        own = replace(new, depth=0, text=_own_text(before, obs), referenced_date=None)
+        rendered = render_observation(own)
         after = indent + rendered + _ending(before)
         result = Amended(wanted, store.relative(path), obs.line, before.rstrip("\r\n"),
                          after.rstrip("\r\n"))  # fmt: skip

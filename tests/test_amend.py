@@ -102,3 +102,36 @@ def test_the_ledger_keeps_the_corrected_line_and_the_provenance(store: MemorySto
     date, line = read_journal(store.ledger_path).lines[obs.id]
     assert date == "2026-11-20"
     assert line == _line(store, "Cache TTL")
+
+
+def test_a_multi_line_observation_keeps_its_other_lines(store: MemoryStore) -> None:
+    text = (
+        "# Observations\n\n## 2026-11-20\n\n### Observations\n\n"
+        "- 🟢 09:00 The release checklist, as agreed\n"
+        "  with the ops team (meaning 2026-11-27):\n"
+        "  freeze, tag, announce\n"
+        "- 🟡 10:00 Next line\n"
+    )
+    atomic_write(store.observations_path, text.encode())
+    old = store.read_observations().observations[0]
+    assert (old.line, old.line_end) == (7, 9)
+    result = amend(store, old.id, importance=0.9, type="decision")
+    assert result.changed and result.line == 7
+    after = store.observations_path.read_text(encoding="utf-8").splitlines()
+    assert after[6] == f"- 🔴 09:00 [decision|i=0.90] The release checklist, as agreed ^{old.id}"
+    assert after[6] == result.after
+    assert [*after[:6], *after[7:]] == [*text.splitlines()[:6], *text.splitlines()[7:]]
+    new = store.read_observations().observations[0]
+    assert (new.id, new.text, new.importance, new.type) == (old.id, old.text, 0.9, "decision")
+    assert (new.line, new.line_end) == (7, 9)
+    assert not amend(store, old.id, importance=0.9).changed  # the same again: nothing written
+
+
+def test_a_dated_reference_is_kept_once(store: MemoryStore) -> None:
+    obs = new_observation("Demo for the board next Friday", date="2026-11-20", type="commitment",
+                          referenced_date="2026-11-27")  # fmt: skip
+    store.add_observations([obs])
+    amend(store, obs.id, importance=0.95)
+    line = _line(store, "Demo for the board")
+    assert line.endswith(f"next Friday (meaning 2026-11-27) ^{obs.id}")
+    assert store.read_observations().observations[0].referenced_date == "2026-11-27"

@@ -55,6 +55,35 @@ def test_amend_changes_importance_and_type_in_the_markdown(
     assert "i=0.90" in page
 
 
+def test_amend_changes_a_multi_line_observation_keeping_its_lines(
+    client: TestClient, memory: MemoryStore, guard: Guard
+) -> None:
+    # Written by hand: a bullet whose text goes on over two indented lines.
+    lines = memory.observations_path.read_text(encoding="utf-8").splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "Ran the test suite" in line) + 1
+    added = [
+        "- 🟢 12:30 Rollback plan for the billing cutover:\n",
+        "  restore the snapshot, then replay\n",
+        "  the queue from the last offset\n",
+    ]
+    memory.observations_path.write_text("".join(lines[:at] + added + lines[at:]),
+                                        encoding="utf-8")  # fmt: skip
+    entry_id = _id_of(client, "Rollback plan")
+    page = client.get(f"/entry/{entry_id}").text
+    assert "the queue from the last offset" in page and f"/entry/{entry_id}/amend" in page
+    answer = client.post(f"/entry/{entry_id}/amend",
+                         data={"csrf": guard.csrf, "importance": "0.9", "type": "decision"},
+                         follow_redirects=False)  # fmt: skip
+    assert answer.status_code == 303
+    after = memory.observations_path.read_text(encoding="utf-8").splitlines(keepends=True)
+    first = f"- 🔴 12:30 [decision|i=0.90] Rollback plan for the billing cutover: ^{entry_id}\n"
+    assert after == [*lines[:at], first, *added[1:], *lines[at:]]
+    shown = client.get(answer.headers["location"]).text
+    assert f"changed observations.md:{at + 1}" in shown
+    assert "i=0.90" in shown and "the queue from the last offset" in shown
+    assert _id_of(client, "Rollback plan") == entry_id
+
+
 def test_amend_with_a_bad_importance_changes_nothing(
     client: TestClient, memory: MemoryStore, guard: Guard
 ) -> None:
