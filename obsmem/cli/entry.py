@@ -85,7 +85,9 @@ def main() -> None:
         try:
             _run(sys.argv[1:])
         finally:
-            sys.stdout.flush()
+            # ``om mcp`` over stdio: the SDK closes stdout once the client has left.
+            if not sys.stdout.closed:
+                sys.stdout.flush()
     except BrokenPipeError:
         silence_stdout()
         sys.exit(0)
