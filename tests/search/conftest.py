@@ -1,6 +1,7 @@
 """Search fixtures: caches emptied around each test, fastembed hidden on demand.
 
-The packaged embedding model (``model_folder``, ``embedder``, ``hybrid_env``) is in
+``run_dir`` and ``memory`` are the search daemon's tests' (``daemon_setup.py``). The packaged
+embedding model (``model_folder``, ``embedder``, ``hybrid_env``) is in
 tests/conftest.py, so the MCP server's tests share the one loaded per session.
 """
 
@@ -8,12 +9,17 @@ from __future__ import annotations
 
 import builtins
 import importlib.util
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.search import embeddings, rerank, vectors
+from tests.search.daemon_setup import TEXTS
 
 
 @pytest.fixture(autouse=True)
@@ -44,3 +50,29 @@ def hide_fastembed(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     monkeypatch.setattr(builtins, "__import__", fake_import)
+
+
+@pytest.fixture
+def run_dir() -> Iterator[Path]:
+    """A short directory for sockets (a Unix socket path must stay under about 100 bytes)."""
+    folder = Path(tempfile.mkdtemp(prefix="om-run-", dir="/tmp"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def memory(
+    hybrid_env: dict[str, str], run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> MemoryStore:
+    """Hybrid settings with the daemon on, and a memory of ``TEXTS`` (no vectors yet)."""
+    for name, value in hybrid_env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("OM_SEARCH_DAEMON", "on")
+    monkeypatch.setenv("OM_RUN_DIR", str(run_dir / "om"))
+    store = MemoryStore().ensure()
+    store.add_observations(
+        [new_observation(text, date="2026-11-30", type="fact") for text in TEXTS]
+    )
+    return store

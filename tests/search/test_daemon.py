@@ -3,109 +3,36 @@
 Real daemons on temporary sockets with the packaged test model: started by the first search
 (which answers with BM25 and a note), answering hybrid afterwards, leaving when idle, refusing
 a client of another install, replaced over a stale socket; a daemon that hangs or sends garbage
-leaves the search to BM25. Waits are bounded (``_until``), never timed.
+leaves the search to BM25. Waits are bounded (``until``), never timed. The memory and the
+helpers are in ``daemon_setup.py`` and conftest.py.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
 import socket
 import stat
-import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from obsmem import paths
 from obsmem.cli.quick import search_main
 from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.search import client
-from obsmem.search.client import WARMING_NOTE, cold_search, daemon_status, stop_daemon
+from obsmem.search.client import WARMING_NOTE, daemon_status, stop_daemon
 from obsmem.search.daemon import SearchDaemon
 from obsmem.settings import load_settings
-
-#: Memories of the tests: the query "database engine" holds none of their words.
-TEXTS = (
-    "We chose PostgreSQL over SQLite for concurrent writes",
-    "The deploy pipeline runs on GitHub Actions with a canary stage",
-    "Maria prefers tabs over spaces in the Makefile",
+from tests.search.daemon_setup import (
+    SEMANTIC_QUERY,
+    TEXTS,
+    daemon_thread,
+    no_start,
+    search,
+    socket_path,
+    until,
 )
-SEMANTIC_QUERY = "database engine"
-
-
-def _until(check: Callable[[], object], what: str, seconds: float = 120.0) -> Any:
-    """``check()``'s first true value, polled; fails the test when it never comes."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"{what} never happened")
-
-
-@pytest.fixture
-def run_dir() -> Iterator[Path]:
-    """A short directory for sockets (a Unix socket path must stay under about 100 bytes)."""
-    folder = Path(tempfile.mkdtemp(prefix="om-run-", dir="/tmp"))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture
-def memory(
-    hybrid_env: dict[str, str], run_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> MemoryStore:
-    """Hybrid settings with the daemon on, and a memory of ``TEXTS`` (no vectors yet)."""
-    for name, value in hybrid_env.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("OM_SEARCH_DAEMON", "on")
-    monkeypatch.setenv("OM_RUN_DIR", str(run_dir / "om"))
-    store = MemoryStore().ensure()
-    store.add_observations(
-        [new_observation(text, date="2026-11-30", type="fact") for text in TEXTS]
-    )
-    return store
-
-
-def _socket() -> str:
-    return paths.search_socket(str(paths.index_path()))
-
-
-@contextlib.contextmanager
-def _daemon_thread(store: MemoryStore) -> Iterator[SearchDaemon]:
-    """A daemon of this process's settings, run on a thread until the block ends."""
-    daemon = SearchDaemon(store, load_settings())
-    thread = threading.Thread(target=daemon.run, daemon=True)
-    thread.start()
-    try:
-        _until(lambda: daemon.ready.is_set() or not thread.is_alive(), "the daemon listening")
-        assert daemon.ready.is_set(), "the daemon left before listening"
-        yield daemon
-    finally:
-        daemon.stop("the test ended")
-        thread.join(timeout=120)
-        assert not thread.is_alive()
-
-
-def _search(query: str = SEMANTIC_QUERY) -> list[dict[str, Any]]:
-    settings = load_settings()
-    return cold_search(MemoryStore(), settings, query, kinds=None, filters={}, limit=5)
-
-
-def _no_start(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    started: list[str] = []
-    monkeypatch.setattr(client, "start_daemon", lambda path, environ=None: started.append(path))
-    return started
 
 
 def test_the_first_search_starts_the_daemon_and_the_next_gets_hybrid_results(
@@ -117,7 +44,7 @@ def test_the_first_search_starts_the_daemon_and_the_next_gets_hybrid_results(
     assert err == f"om: {WARMING_NOTE}\n"
     assert json.loads(out) == []  # BM25: no word of the query is in the memory
     try:
-        status = _until(
+        status = until(
             lambda: (s := daemon_status(memory)) and s["vectors"]["embedded"] == 3 and s,
             "the started daemon embedding the memory",
         )
@@ -130,12 +57,12 @@ def test_the_first_search_starts_the_daemon_and_the_next_gets_hybrid_results(
         assert hits[0]["text"] == TEXTS[0]  # found by meaning: hybrid, from the daemon
     finally:
         stop_daemon(memory)
-    _until(lambda: not os.path.exists(_socket()), "the stopped daemon removing its socket")
+    until(lambda: not os.path.exists(socket_path()), "the stopped daemon removing its socket")
 
 
 def test_the_socket_is_private_to_the_user(memory: MemoryStore) -> None:
-    with _daemon_thread(memory):
-        path = _socket()
+    with daemon_thread(memory):
+        path = socket_path()
         assert stat.S_ISSOCK(os.stat(path).st_mode)
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
         assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
@@ -144,25 +71,25 @@ def test_the_socket_is_private_to_the_user(memory: MemoryStore) -> None:
 def test_a_socket_directory_others_can_enter_is_not_used(
     memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = os.path.dirname(_socket())
+    folder = os.path.dirname(socket_path())
     os.makedirs(folder, mode=0o755)
     os.chmod(folder, 0o755)
     assert client.private_dir_problem(folder) == f"{folder} can be entered by other users"
     # A cold search makes a directory of its own user private before using it.
-    started = _no_start(monkeypatch)
-    assert _search("postgresql")[0]["text"] == TEXTS[0]
+    started = no_start(monkeypatch)
+    assert search("postgresql")[0]["text"] == TEXTS[0]
     assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
-    assert started == [_socket()]
+    assert started == [socket_path()]
 
 
 def test_a_file_in_place_of_the_socket_directory_is_refused(
     memory: MemoryStore, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    folder = os.path.dirname(_socket())
+    folder = os.path.dirname(socket_path())
     Path(folder).write_text("not a directory")
-    started = _no_start(monkeypatch)
+    started = no_start(monkeypatch)
     capsys.readouterr()
-    assert _search("postgresql")[0]["text"] == TEXTS[0]
+    assert search("postgresql")[0]["text"] == TEXTS[0]
     err = capsys.readouterr().err
     assert "not using the search daemon" in err and "BM25" in err
     assert started == []
@@ -170,9 +97,9 @@ def test_a_file_in_place_of_the_socket_directory_is_refused(
 
 
 def test_the_daemon_answers_hybrid_and_reports_its_progress(memory: MemoryStore) -> None:
-    with _daemon_thread(memory) as daemon:
-        _until(lambda: daemon.progress["embedded"] == 3, "the background embedding")
-        hits = _search()
+    with daemon_thread(memory) as daemon:
+        until(lambda: daemon.progress["embedded"] == 3, "the background embedding")
+        hits = search()
         assert hits[0]["text"] == TEXTS[0]
         status = daemon_status(memory)
         assert status is not None
@@ -182,9 +109,9 @@ def test_the_daemon_answers_hybrid_and_reports_its_progress(memory: MemoryStore)
         memory.add_observations(
             [new_observation("The office cat sleeps on the windowsill", date="2026-12-01")]
         )
-        _search("postgresql")
-        _until(lambda: daemon.progress["embedded"] == 4, "the new entry embedded")
-        assert _search("kitten napping")[0]["text"] == "The office cat sleeps on the windowsill"
+        search("postgresql")
+        until(lambda: daemon.progress["embedded"] == 4, "the new entry embedded")
+        assert search("kitten napping")[0]["text"] == "The office cat sleeps on the windowsill"
 
 
 def test_the_daemon_leaves_when_idle(memory: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -195,51 +122,51 @@ def test_the_daemon_leaves_when_idle(memory: MemoryStore, monkeypatch: pytest.Mo
     thread.join(timeout=300)
     assert not thread.is_alive()
     assert daemon.exit_reason == "idle for 3 s"
-    assert not os.path.exists(_socket())
+    assert not os.path.exists(socket_path())
 
 
 def test_a_stale_socket_is_no_daemon_and_is_replaced(
     memory: MemoryStore, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = _socket()
+    path = socket_path()
     assert client.private_dir_problem(os.path.dirname(path), create=True) is None
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     dead.bind(path)
     dead.close()  # the file stays, nobody listens: a daemon killed without cleaning up
-    started = _no_start(monkeypatch)
+    started = no_start(monkeypatch)
     capsys.readouterr()
-    assert _search("postgresql")[0]["text"] == TEXTS[0]
+    assert search("postgresql")[0]["text"] == TEXTS[0]
     assert capsys.readouterr().err == f"om: {WARMING_NOTE}\n"
     assert started == [path]
-    with _daemon_thread(memory) as daemon:
-        _until(lambda: daemon.progress["embedded"] == 3, "the background embedding")
-        assert _search()[0]["text"] == TEXTS[0]
+    with daemon_thread(memory) as daemon:
+        until(lambda: daemon.progress["embedded"] == 3, "the background embedding")
+        assert search()[0]["text"] == TEXTS[0]
 
 
 def test_a_daemon_of_another_install_refuses_and_leaves(
     memory: MemoryStore, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with _daemon_thread(memory) as daemon:
+    with daemon_thread(memory) as daemon:
         # The client now runs another install (an upgrade since the daemon started).
         monkeypatch.setattr(client, "install_stamp", lambda: "0.0.1|another install")
-        started = _no_start(monkeypatch)
+        started = no_start(monkeypatch)
         capsys.readouterr()
-        assert _search("postgresql")[0]["text"] == TEXTS[0]
+        assert search("postgresql")[0]["text"] == TEXTS[0]
         err = capsys.readouterr().err
         assert "restarting for this install" in err and "BM25" in err
-        _until(lambda: daemon.exit_reason, "the refused daemon leaving")
+        until(lambda: daemon.exit_reason, "the refused daemon leaving")
         assert daemon.exit_reason == "a client of another install or other settings asked"
-        assert started == [_socket()]
+        assert started == [socket_path()]
 
 
 def test_a_daemon_of_other_search_settings_refuses(
     memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with _daemon_thread(memory) as daemon:
+    with daemon_thread(memory) as daemon:
         monkeypatch.setenv("OM_SEARCH_VECTOR_WEIGHT", "0.9")
-        _no_start(monkeypatch)
-        _search("postgresql")
-        _until(lambda: daemon.exit_reason, "the refused daemon leaving")
+        no_start(monkeypatch)
+        search("postgresql")
+        until(lambda: daemon.exit_reason, "the refused daemon leaving")
 
 
 class _FakeDaemon:
@@ -291,11 +218,11 @@ def test_a_hung_or_broken_daemon_leaves_the_search_to_bm25(
     note: str,
 ) -> None:
     monkeypatch.setenv("OM_SEARCH_DAEMON_TIMEOUT_SECONDS", "0.2")
-    fake = _FakeDaemon(_socket(), reply)
-    started = _no_start(monkeypatch)
+    fake = _FakeDaemon(socket_path(), reply)
+    started = no_start(monkeypatch)
     try:
         capsys.readouterr()
-        hits = _search("postgresql")
+        hits = search("postgresql")
         err = capsys.readouterr().err
     finally:
         fake.close()
@@ -308,7 +235,7 @@ def test_a_hung_or_broken_daemon_leaves_the_search_to_bm25(
 def test_a_usage_error_is_reported_as_without_the_daemon(
     memory: MemoryStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with _daemon_thread(memory):
+    with daemon_thread(memory):
         capsys.readouterr()
         assert search_main(["--since", "2026-02-30", "postgresql"]) == 2
         err = capsys.readouterr().err
@@ -358,32 +285,32 @@ def test_without_the_daemon_or_a_model_nothing_is_asked_or_started(
     note: str,
 ) -> None:
     monkeypatch.setenv(name, value)
-    started = _no_start(monkeypatch)
+    started = no_start(monkeypatch)
     capsys.readouterr()
-    assert _search("postgresql")[0]["text"] == TEXTS[0]
+    assert search("postgresql")[0]["text"] == TEXTS[0]
     err = capsys.readouterr().err
     assert (note in err) if note else err == ""
     assert started == []
-    assert not os.path.exists(os.path.dirname(_socket()))
+    assert not os.path.exists(os.path.dirname(socket_path()))
 
 
 def test_a_second_daemon_leaves_while_the_first_holds_the_lock(
     memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("obsmem.search.daemon.LOCK_WAIT_SECONDS", 0.0)
-    with _daemon_thread(memory):
+    with daemon_thread(memory):
         second = SearchDaemon(memory, load_settings())
         assert second.run() == 0
         assert not second.ready.is_set()
-        assert client.start_daemon(_socket()) is False  # the lock says one runs
+        assert client.start_daemon(socket_path()) is False  # the lock says one runs
 
 
 def test_status_reports_a_running_daemon_and_its_progress(memory: MemoryStore) -> None:
     from obsmem.cli.render import status as render_status
     from obsmem.status import collect_status
 
-    with _daemon_thread(memory) as daemon:
-        _until(lambda: daemon.progress["embedded"] == 3, "the background embedding")
+    with daemon_thread(memory) as daemon:
+        until(lambda: daemon.progress["embedded"] == 3, "the background embedding")
         report = collect_status(memory, load_settings())
         assert report.search["embedded"] == 3 and report.search["total"] == 3
         daemon_part = report.search["daemon"]
@@ -406,5 +333,5 @@ def test_a_detached_process_never_imports_from_the_working_directory(
     monkeypatch.setenv("OM_LOG_DIR", str(tmp_path / "logs"))
     assert start_detached("om_cwd_only", "probe.log") is True
     log = tmp_path / "logs" / "probe.log"
-    _until(lambda: log.exists() and "No module named om_cwd_only" in log.read_text(), "the log")
+    until(lambda: log.exists() and "No module named om_cwd_only" in log.read_text(), "the log")
     assert not (tmp_path / "ran").exists()
