@@ -20,7 +20,7 @@ def update_derived(store: MemoryStore) -> list[str]:
     """Regenerate the startup context and the vault, then refresh the index; return problems."""
     from obsmem.context.prepare import prepare_context
     from obsmem.reflect.router import route
-    from obsmem.search.indexing import embed_index
+    from obsmem.search.indexing import index_written
 
     problems: list[str] = []
     try:
@@ -32,8 +32,9 @@ def update_derived(store: MemoryStore) -> list[str]:
     except OmError as exc:
         problems.append(f"vault not updated: {exc}")
     try:
-        # Entry embeddings follow the index here, so that searches embed only their query.
-        vectors = embed_index(store)
+        # Entry embeddings follow the index here (or in the search daemon, told now), so that
+        # searches embed only their query.
+        vectors = index_written(store)
     except OmError as exc:
         problems.append(f"index not refreshed: {exc}")
     else:

@@ -279,9 +279,13 @@ def _check_database(path: Path) -> Check:
 def _check_search_backend(store: MemoryStore, environ: Mapping[str, str] | None) -> list[Check]:
     """The search backend and why, the reranker, and entries missing a vector.
 
-    No embedding model is loaded (that takes seconds); a reranker is loaded only from a local
-    folder, never downloaded.
+    No embedding model is loaded (that takes seconds): one that failed to load lately is
+    reported from ``model_failures``. A reranker is loaded only from a local folder, never
+    downloaded.
     """
+    import time
+
+    from obsmem.search import model_failures
     from obsmem.search.embeddings import backend_status, hybrid_expected
 
     try:
@@ -289,7 +293,19 @@ def _check_search_backend(store: MemoryStore, environ: Mapping[str, str] | None)
     except OmError as exc:
         return [Check("search backend", "fail", exc.message, exc.hint or "")]
     kind, reason = backend_status(settings)
-    if kind == "hybrid":
+    failure = model_failures.remembered(settings) if kind == "hybrid" else None
+    if failure is not None:
+        when = time.strftime("%H:%M", time.localtime(failure["retry_at"]))
+        detail = (
+            f"hybrid search is off until {when} (or until the model files change): the "
+            f"embedding model did not load: {failure['reason']}"
+        )
+        fix = (
+            "pip install 'obsmem[semantic]' again, or point OM_EMBED_MODEL_PATH at a folder "
+            "holding the model's ONNX graph and tokenizer; then `om reindex --embed` tries it now"
+        )
+        backend = Check("search backend", "warn", detail, fix)
+    elif kind == "hybrid":
         backend = Check("search backend", "ok", f"hybrid: BM25 + embeddings ({reason})")
     elif hybrid_expected(settings):
         if settings.embed_provider == "openai-compatible" and "not installed" in reason:

@@ -83,7 +83,9 @@ def search_status(store: MemoryStore, settings: Settings) -> dict[str, Any]:
     ``total`` (entries with a vector under the model, of those that should have one; None when
     BM25 alone or no index yet); ``daemon``: None when a cold search never uses one (BM25
     settings, an endpoint embedder, ``OM_SEARCH_DAEMON=off``), else what it reports
-    (``running``, ``pid``, its embedding progress) or ``{"running": False}``. Loads no model.
+    (``running``, ``pid``, ``host``, its embedding progress) or ``{"running": False}``;
+    ``model_failure``: the remembered load failure (``model_failures.remembered``) that turns a
+    hybrid backend into BM25 for a while, or None. Loads no model.
     """
     from obsmem.errors import OmError
     from obsmem.search.bm25 import needs_local_model
@@ -99,7 +101,16 @@ def search_status(store: MemoryStore, settings: Settings) -> dict[str, Any]:
         "embedded": None,
         "total": None,
         "daemon": None,
+        "model_failure": None,
     }
+    if kind == "hybrid":
+        from obsmem.search.model_failures import remembered
+
+        failure = remembered(settings)
+        if failure is not None:
+            # The model did not load lately: searches use BM25 until it is tried again.
+            reason = f"the embedding model did not load: {failure['reason']}"
+            out.update(backend="bm25", reason=reason, model_failure=failure)
     if kind == "hybrid" and store.index_path.is_file():
         try:
             model, missing, total = vector_counts(store, settings)

@@ -199,10 +199,13 @@ def reindex(app: App, embed_only: bool) -> None:
 
     Embedding shows its progress on stderr. --embed skips the rebuild: it only picks up what
     changed and embeds what has no vector yet (after a first hybrid setup, or a large backfill).
+    A model that failed to load lately is tried again at once.
     """
+    from obsmem.search import model_failures
     from obsmem.search.indexing import embed_index
     from obsmem.search.indexing import reindex as reindex_store
 
+    model_failures.forget(app.settings)  # asked for now: a model that failed is tried again
     progress = _embedding_progress()
     if embed_only:
         vectors = embed_index(app.store, app.settings, progress)

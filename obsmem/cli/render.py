@@ -158,7 +158,17 @@ def _search_lines(search: dict[str, Any]) -> list[str]:
     if not search:
         return []
     if search["backend"] != "hybrid":
-        return [f"search            keyword (BM25): {search['reason']}"]
+        lines = [f"search            keyword (BM25): {search['reason']}"]
+        failure = search.get("model_failure")
+        if failure:
+            import time
+
+            when = time.strftime("%H:%M", time.localtime(failure["retry_at"]))
+            lines.append(
+                f"                  tried again after {when} or once the model files change; "
+                "`om doctor` says how to fix it, `om reindex --embed` tries it now"
+            )
+        return lines
     line = f"search            hybrid, {search['reason']}"
     if search.get("total") is not None:
         line += f"\nvectors           {search['embedded']:,} of {search['total']:,} embedded"
@@ -171,7 +181,9 @@ def _search_lines(search: dict[str, Any]) -> list[str]:
             if vectors.get("running")
             else ""
         )
-        lines.append(f"search daemon     running (pid {daemon.get('pid')}){doing}")
+        host = daemon.get("host")
+        by = f", the {host}" if host and host != "search daemon" else ""
+        lines.append(f"search daemon     running (pid {daemon.get('pid')}{by}){doing}")
     elif daemon is not None:
         lines.append("search daemon     not running (the next `om search` starts it)")
     return lines

@@ -21,6 +21,9 @@ and a scheduled job running at once never observe the same bytes twice.
 - **Folders that appear later** (an agent installed after om): a folder that is missing is looked
   for again on a slow timer (at most every minute); once it exists it is watched, and what it
   already holds is observed.
+- **Searches.** While it runs, the watcher serves the search daemon's socket
+  (``search.resident``): a cold ``om search`` is answered with its loaded model, and what each
+  batch writes is embedded there, in the background.
 - **Stopping.** SIGTERM or SIGINT stops the watcher once the current batch is done (a batch ends
   with memory and cursors consistent); a second signal abandons the batch at once, which is safe
   too (cursors move only after observations are written). Either way it exits 0.
@@ -370,6 +373,20 @@ def stop_signals(stop: threading.Event, say: Callable[[str], None]) -> Iterator[
             signal.signal(sig, old)
 
 
+def _serve_searches(environ: Mapping[str, str] | None) -> Any:
+    """A ``search.resident.Resident`` answering the cold ``om search`` from this process, which
+    also embeds what each batch wrote (so ``om observe`` leaves it to the watcher); None when
+    the settings cannot be read (the first batch reports them)."""
+    from obsmem.memory.store import MemoryStore
+    from obsmem.search.resident import Resident
+
+    try:
+        store = MemoryStore(environ=environ)
+    except OmError:
+        return None
+    return Resident(store, host="watcher", environ=environ).start()
+
+
 def watch_main(
     environ: Mapping[str, str] | None = None, sources: Iterable[str] = (*AGENTS, CLAUDE_MEMORY)
 ) -> int:
@@ -382,11 +399,16 @@ def watch_main(
 
     stop = threading.Event()
     report = WatchReport()
-    with stop_signals(stop, log):
-        try:
-            run_watch(environ, sources=sources, stop=stop, log=log, report=report)
-        except _Abandon:
-            report.abandoned = True
+    resident = _serve_searches(environ)
+    try:
+        with stop_signals(stop, log):
+            try:
+                run_watch(environ, sources=sources, stop=stop, log=log, report=report)
+            except _Abandon:
+                report.abandoned = True
+    finally:
+        if resident is not None:
+            resident.close()
     log(
         f"stopped: {report.batches} batch(es), {report.written} observation(s) written"
         + (", last batch abandoned" if report.abandoned else "")

@@ -87,14 +87,26 @@ def run(
         if not 0 <= port <= 65535:
             raise UsageError(f"--port {port} is not a TCP port")
     srv = _server_module()
-    if not http:
-        srv.serve_stdio(srv.build_server(environ=environ))
-        return
-    secret, generated = resolve_token(token)
-    if generated:
-        say(f"om mcp: bearer token for this run (set OM_MCP_TOKEN to fix one): {secret}")
-    app = srv.build_server(environ=environ, host=host, port=port)
-    from obsmem.settings import load_settings
+    from obsmem.memory.store import MemoryStore
+    from obsmem.search.recall import KeptIndex
+    from obsmem.search.resident import Resident
 
-    timeout = load_settings(environ).mcp_http_timeout_seconds
-    srv.serve_http(app, host=host, port=port, token=secret, announce=say, timeout=timeout)
+    store = MemoryStore(environ=environ)
+    index = KeptIndex(store.index_path)
+    # While it runs, the server answers the cold `om search` too, on its warm model and index.
+    resident = Resident(store, host="MCP server", environ=environ, index=index).start()
+    try:
+        if not http:
+            srv.serve_stdio(srv.build_server(environ=environ, index=index))
+            return
+        secret, generated = resolve_token(token)
+        if generated:
+            say(f"om mcp: bearer token for this run (set OM_MCP_TOKEN to fix one): {secret}")
+        app = srv.build_server(environ=environ, host=host, port=port, index=index)
+        from obsmem.settings import load_settings
+
+        timeout = load_settings(environ).mcp_http_timeout_seconds
+        srv.serve_http(app, host=host, port=port, token=secret, announce=say, timeout=timeout)
+    finally:
+        resident.close()
+        index.close()

@@ -42,6 +42,10 @@ from obsmem import __version__
 from obsmem.errors import OmError, explain
 from obsmem.memory.store import MemoryStore
 
+TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
+if TYPE_CHECKING:
+    from obsmem.search.recall import KeptIndex
+
 __all__ = ["INSTRUCTIONS", "BearerAuth", "build_server", "serve_http", "serve_stdio"]
 
 T = TypeVar("T")
@@ -133,26 +137,23 @@ def build_server(
     environ: Mapping[str, str] | None = None,
     host: str = "127.0.0.1",
     port: int = 8765,
+    index: KeptIndex | None = None,
 ) -> FastMCP:
     """The MCP server over ``store`` (default: the memory ``environ`` or the process points at).
 
     ``host`` and ``port`` only matter to the HTTP transport (and its DNS-rebinding check).
+    ``index`` is the kept connection searches run on (default: one of the server's own); ``om
+    mcp`` shares it with the search socket it serves (``search.resident``).
     """
     from obsmem.context.startup import DEFAULT_BUDGET, run_context
     from obsmem.forgetting import forget as do_forget
     from obsmem.observe.remember import remember as do_remember
     from obsmem.search.mixed import search_everything
-    from obsmem.search.recall import (
-        Filters,
-        KeptIndex,
-        get_entries,
-        show,
-        timeline,
-    )
+    from obsmem.search.recall import Filters, KeptIndex, get_entries, show, timeline
 
     memory = store if store is not None else MemoryStore(environ=environ)
     # One connection for every search: the vector cache stays warm between calls.
-    kept = KeptIndex(memory.index_path)
+    kept = index if index is not None else KeptIndex(memory.index_path)
     # run_context finds its prepared file through the environment: point it at this store.
     context_env = environ
     if context_env is None and store is not None:

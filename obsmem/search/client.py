@@ -10,7 +10,9 @@ with fastembed, or a reranker: ``bm25.needs_local_model``) and ``OM_SEARCH_DAEMO
    hybrid hits, which ``om search`` prints exactly as it prints its own;
 2. finding no daemon, starts one (detached; one at a time: a running or starting daemon holds
    the lock beside its socket) and answers with BM25 and a note that hybrid is warming up;
-3. on anything else (a stale socket, a daemon of another install or other search settings, a
+3. finding that the model failed to load not long ago (``model_failures``), starts nothing and
+   answers with BM25 and a note saying why and when it is tried again;
+4. on anything else (a stale socket, a daemon of another install or other search settings, a
    late or broken reply, a socket directory another user could reach) answers with BM25 and a
    one-line note. Never an error, never a wait beyond the timeout.
 
@@ -44,9 +46,11 @@ __all__ = [
     "FILTER_OPTIONS",
     "PROTOCOL",
     "DaemonUnavailable",
+    "ask_to_embed",
     "chosen_filters",
     "cold_search",
     "daemon_status",
+    "failure_note",
     "handshake_key",
     "install_stamp",
     "lock_path",
@@ -296,8 +300,45 @@ def _start(path: str, settings: Settings) -> str | None:
 
     if not settings.rerank_model and backend_status(settings)[0] != "hybrid":
         return None  # no model a daemon could load: the search says why itself
+    note = failure_note(settings)
+    if note is not None and not settings.rerank_model:
+        return f"{note}; {_BM25}"  # a daemon would fail the same way: none is started
     start_daemon(path)
     return WARMING_NOTE
+
+
+def failure_note(settings: Settings) -> str | None:
+    """Why hybrid search is off for a while (``model_failures``), or None when it is not."""
+    import time
+
+    from obsmem.search.model_failures import remembered
+
+    known = remembered(settings)
+    if known is None:
+        return None
+    when = time.strftime("%H:%M", time.localtime(known["retry_at"]))
+    return (
+        f"hybrid search is off: {known['reason']} (tried again after {when} or once the model "
+        "files change; see `om doctor`)"
+    )
+
+
+def ask_to_embed(store: MemoryStore, settings: Settings) -> bool:
+    """Tell whatever serves the search socket that memory changed, so it embeds what is new
+    soon; start a daemon when none runs. True when one answered or is starting: the caller
+    leaves the embedding to it. False when none can (the caller embeds by itself)."""
+    path = paths.search_socket(str(store.index_path))
+    if private_dir_problem(os.path.dirname(path), create=True) is not None:
+        return False
+    if failure_note(settings) is not None:
+        return False  # nobody can load the model; the caller reports why
+    try:
+        request(path, {"protocol": PROTOCOL, "op": "embed"}, settings.search_daemon_timeout_seconds)
+    except DaemonUnavailable as exc:
+        if exc.running:
+            return True  # busy or stuck: a daemon embeds on its own, or leaves and is replaced
+        return start_daemon(path) or _lock_held(lock_path(path))
+    return True  # an older daemon refuses the op, and still embeds after its next query
 
 
 def cold_search(

@@ -9,19 +9,22 @@ loading an embedding model for seconds; the first such search starts it. The dae
   listens, so the first answer it gives is as fast as the next;
 - listens on ``paths.search_socket`` in a directory only its user can enter (0700), the socket
   itself 0600; each connection is one JSON request line and one JSON reply line (``op``:
-  ``search``, ``status``, ``stop``);
+  ``search``, ``status``, ``stop``, and ``embed``, which ``om observe`` sends after it wrote);
 - answers ``search`` with ``mixed.search_everything`` on one index connection kept for its life
-  (``recall.KeptIndex``), after checking the client's handshake key (``client.handshake_key``):
-  a client of another install or other search settings gets ``mismatch``, and the daemon exits
-  so that the next search starts one that fits;
+  (``recall.KeptIndex``; a resident process passes its own), after checking the client's
+  handshake key (``client.handshake_key``): a client of another install or other search
+  settings gets ``mismatch``, and the daemon exits so that the next search starts one that fits;
 - embeds the entries that have no vector in the background, in batches committed one by one
   (``vectors.embed_missing``), on a connection and thread of its own: queries keep being
   answered meanwhile, ranking what is embedded, BM25 finding the rest; ``status`` reports the
-  progress (``om status`` shows it). After each query it looks again (at most every few
-  seconds), so what ``om observe`` writes is embedded soon after;
+  progress (``om status`` shows it). After each query and each ``embed`` it looks again (at
+  most every few seconds), so what ``om observe`` writes is embedded soon after;
 - exits after ``OM_SEARCH_DAEMON_IDLE_MINUTES`` without a query, when its install changes
   (``client.install_stamp``), when its socket is removed or replaced, on ``stop``, and on
   SIGTERM; it removes its socket on the way out.
+
+The MCP server and ``om observe --watch`` run one on a thread while they live
+(``resident.py``): it then never idles out and searches on their own index connection.
 
 Run as ``python -m obsmem.search.daemon`` (``client.start_daemon`` starts it so, detached);
 its output goes to the log ``client.start_daemon`` opened.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import socket
 import sys
@@ -104,13 +108,18 @@ class SearchDaemon:
         settings: Settings,
         *,
         environ: Mapping[str, str] | None = None,
+        host: str = "search daemon",
+        index: KeptIndex | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
         self.socket_path = paths.search_socket(str(store.index_path), environ)
         self.lock_path = lock_path(self.socket_path)
         self.key = handshake_key(store, settings)
-        self.idle_seconds = settings.search_daemon_idle_minutes * 60
+        self.host = host
+        # A resident process (``resident.py``) lives for its own reasons: never idle out.
+        self.resident = index is not None
+        self.idle_seconds = math.inf if self.resident else settings.search_daemon_idle_minutes * 60
         self.ready = threading.Event()
         self.exit_reason = ""
         self._install = install_stamp()
@@ -120,7 +129,7 @@ class SearchDaemon:
         self._busy_since: float | None = None
         self._started = time.time()
         self._embedder: Embedder | None = None
-        self._kept: KeptIndex | None = None
+        self._kept: KeptIndex | None = index
         self._socket_id: tuple[int, int] | None = None
         self.progress: dict[str, Any] = {"embedded": 0, "total": 0, "running": False}
 
@@ -131,16 +140,18 @@ class SearchDaemon:
         self._stop.set()
         self._wake.set()
 
-    def run(self) -> int:
-        """Take the lock, load the model, listen and serve until leaving; the exit status."""
+    def run(self, lock_wait: float | None = None) -> int:
+        """Take the lock (waiting ``lock_wait`` seconds, by default ``LOCK_WAIT_SECONDS``),
+        load the model, listen and serve until leaving; the exit status."""
         folder = os.path.dirname(self.socket_path)
         problem = private_dir_problem(folder, create=True)
         if problem is not None:
             _log(f"cannot start: {problem}")
             return 1
-        fd = _take_lock(self.lock_path, LOCK_WAIT_SECONDS)
+        fd = _take_lock(self.lock_path, LOCK_WAIT_SECONDS if lock_wait is None else lock_wait)
         if fd is None:
-            _log("another search daemon holds the lock; leaving")
+            if not self.resident:  # a resident process tries again later, quietly
+                _log("another search daemon holds the lock; leaving")
             return 0
         try:
             return self._run_locked()
@@ -156,7 +167,8 @@ class SearchDaemon:
             _log(f"no model to keep loaded ({backend.reason}); leaving")
             return 1
         self._embedder = backend.embedder
-        self._kept = KeptIndex(self.store.index_path)
+        if self._kept is None:
+            self._kept = KeptIndex(self.store.index_path)
         embedding: threading.Thread | None = None
         listener: socket.socket | None = None
         try:
@@ -165,7 +177,7 @@ class SearchDaemon:
             if self._embedder is not None:
                 embedding = threading.Thread(target=self._embed_loop, name="om-embed", daemon=True)
                 embedding.start()
-            _log(f"listening on {self.socket_path} ({backend.reason})")
+            _log(f"{self.host}: listening on {self.socket_path} ({backend.reason})")
             self.ready.set()
             self._serve(listener)
         finally:
@@ -175,8 +187,8 @@ class SearchDaemon:
             self._remove_socket()
             if embedding is not None:
                 embedding.join(timeout=60)
-            if self._busy_since is None:
-                self._kept.close()
+            if self._busy_since is None and not self.resident:
+                self._kept.close()  # a resident process's index is its own: it stays open
             _log(f"exiting: {self.exit_reason}")
         return 0
 
@@ -279,6 +291,9 @@ class SearchDaemon:
         if op == "stop":
             self.stop("asked to stop")
             return {"ok": True}
+        if op == "embed":
+            self._wake.set()  # ``om observe`` wrote: embed it now, not after the next query
+            return {"ok": True}
         if op != "search":
             return {"ok": False, "reason": "usage", "error": f"unknown op {op!r}"}
         if message.get("key") != self.key:
@@ -323,11 +338,12 @@ class SearchDaemon:
         return {
             "ok": True,
             "pid": os.getpid(),
+            "host": self.host,
             "model": embedder.name if embedder is not None else None,
             "rerank_model": self.settings.rerank_model or None,
             "socket": self.socket_path,
             "uptime_seconds": round(time.time() - self._started, 1),
-            "idle_exit_seconds": self.idle_seconds,
+            "idle_exit_seconds": None if self.resident else self.idle_seconds,
             "vectors": dict(self.progress),
         }
 

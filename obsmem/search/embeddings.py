@@ -24,7 +24,9 @@ far longer than the query): the search daemon answers for it (``client.py``, ``d
 ``bm25.for_cold_process`` makes it search with BM25 and say so on stderr. An endpoint loads
 nothing in the process, so it stays hybrid.
 
-An embedder that fails to load is reported once per process (``notice``), never as a traceback.
+An embedder that fails to load is reported once per process (``notice``), never as a traceback,
+and a local model's failure is remembered for a while (``model_failures``), so that neither
+searches nor search daemons retry it every time.
 fastembed, numpy and the openai SDK are imported only inside the functions that need them, so
 importing this module (and ``om search`` with BM25) stays cheap.
 """
@@ -36,6 +38,7 @@ import importlib
 import importlib.util
 import json
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,7 +236,8 @@ class Backend:
 # One embedder per (provider, model, folder or URL) per process: loading an ONNX model costs
 # most of a second.
 _EMBEDDERS: dict[tuple[str, str, str], Embedder] = {}
-_FAILED: dict[tuple[str, str, str], str] = {}
+#: Load failures: (the message, when (``time.monotonic``), ``model_failures.fingerprint``).
+_FAILED: dict[tuple[str, str, str], tuple[str, float, str]] = {}
 _NOTICED: set[str] = set()
 
 
@@ -349,19 +353,37 @@ def load_embedder(settings: Settings) -> Embedder:
     key = (settings.embed_provider, embed_model_name(settings), where)
     if key in _EMBEDDERS:
         return _EMBEDDERS[key]
-    if key in _FAILED:
-        raise SettingsError(_FAILED[key], "see `om doctor`")
+    from obsmem.search import model_failures
+
+    # A failure is not retried by every search of a long-lived process, nor by every process:
+    # only once it is old or the files it depends on moved (``model_failures``).
+    failed = _FAILED.get(key)
+    fresh = failed is not None and time.monotonic() - failed[1] < model_failures.RETRY_SECONDS
+    if failed is not None and fresh and failed[2] == model_failures.fingerprint(settings):
+        raise SettingsError(failed[0], "see `om doctor`")
+    known = model_failures.remembered(settings)
+    if known is not None:
+        raise SettingsError(known["reason"], "see `om doctor`")
     try:
         embedder = _new_embedder(settings, path)
     except SettingsError as exc:
-        _FAILED[key] = exc.message
+        _failed(settings, key, exc.message)
         raise
     except Exception as exc:  # fastembed and onnxruntime raise many kinds; none may escape
         message = f"cannot load embedding model {key[1]}: {exc}".splitlines()[0]
-        _FAILED[key] = message
+        _failed(settings, key, message)
         raise SettingsError(message, "see `om doctor`") from None
     _EMBEDDERS[key] = embedder
+    _FAILED.pop(key, None)
+    model_failures.forget(settings)
     return embedder
+
+
+def _failed(settings: Settings, key: tuple[str, str, str], message: str) -> None:
+    from obsmem.search import model_failures
+
+    _FAILED[key] = (message, time.monotonic(), model_failures.fingerprint(settings))
+    model_failures.remember(settings, message)
 
 
 def hybrid_expected(settings: Settings) -> bool:

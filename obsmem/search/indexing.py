@@ -6,8 +6,10 @@ minutes. So entry vectors are brought up to date right after the index is, by th
 change memory:
 
 - ``update_vectors(conn, settings)``: the hook itself, on an open, refreshed index;
-- ``embed_index(store, settings)``: refresh the index, then the hook (``obsmem.derived`` runs it
-  after ``om observe`` and ``om reflect`` write);
+- ``embed_index(store, settings)``: refresh the index, then the hook (``om reindex --embed``);
+- ``index_written(store, settings)``: what ``obsmem.derived`` runs after ``om observe`` and ``om
+  reflect`` write: ``embed_index``, or with a local model the refresh alone, the embedding left
+  to the search daemon (or the MCP server, the watcher) so that the writer stays fast;
 - ``reindex(store, settings)``: rebuild the index from scratch, then the hook (``om reindex``).
 
 Only texts without a vector under the current model are embedded (``VectorStore.sync``), so an
@@ -31,7 +33,14 @@ TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
     from obsmem.search.vectors import Progress
 
-__all__ = ["VectorReport", "embed_index", "reindex", "update_vectors", "vector_counts"]
+__all__ = [
+    "VectorReport",
+    "embed_index",
+    "index_written",
+    "reindex",
+    "update_vectors",
+    "vector_counts",
+]
 
 
 @dataclass(frozen=True)
@@ -117,6 +126,39 @@ def embed_index(
         return _guarded(conn, settings, progress)
 
     return using_index(store.index_path, work)
+
+
+def index_written(store: MemoryStore, settings: Settings | None = None) -> VectorReport:
+    """Bring the index up to date after ``om observe`` or ``om reflect`` wrote, and see that
+    what is new gets a vector.
+
+    With a local model (fastembed) and ``OM_SEARCH_DAEMON=on`` the embedding is left to the
+    process serving the search socket (a search daemon, the MCP server, the watcher), which is
+    told, or started (``client.ask_to_embed``): loading the model here would cost a
+    hook-driven observe seconds. Until then searches find the new entries by keyword in the
+    fused list. Otherwise (an endpoint, the daemon off, none can start) it is ``embed_index``.
+    """
+    settings = settings or load_settings()
+    if not _left_to_daemon(settings):
+        return embed_index(store, settings)
+    if not store.home.is_dir():
+        return VectorReport(None, reason="no memory directory")
+    from obsmem.search.client import ask_to_embed
+
+    using_index(store.index_path, lambda conn: refresh_index(store, conn))
+    if ask_to_embed(store, settings):
+        return VectorReport(vector_model(settings), reason="left to the search daemon")
+    return embed_index(store, settings)
+
+
+def _left_to_daemon(settings: Settings) -> bool:
+    from obsmem.search.embeddings import backend_status
+
+    return (
+        settings.search_daemon == "on"
+        and settings.embed_provider == "fastembed"
+        and backend_status(settings)[0] == "hybrid"
+    )
 
 
 def reindex(

@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
 import stat
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -335,3 +337,26 @@ def test_a_detached_process_never_imports_from_the_working_directory(
     log = tmp_path / "logs" / "probe.log"
     until(lambda: log.exists() and "No module named om_cwd_only" in log.read_text(), "the log")
     assert not (tmp_path / "ran").exists()
+
+
+def test_a_cold_search_runs_no_integrity_check_on_a_healthy_index(
+    memory: MemoryStore, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # PRAGMA quick_check reads the whole file: it runs when something looks wrong, or for
+    # `om doctor`, never on the open of every cold search.
+    no_start(monkeypatch)
+    assert search_main(["postgresql"]) == 0  # builds the index
+    statements: list[str] = []
+    real = sqlite3.connect
+
+    class Traced(sqlite3.Connection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.set_trace_callback(statements.append)
+
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: real(*a, **k, factory=Traced))
+    capsys.readouterr()
+    assert search_main(["postgresql"]) == 0
+    assert "PostgreSQL" in capsys.readouterr().out
+    assert any("MATCH" in s for s in statements)  # the trace saw the search itself
+    assert not any(("quick_check" in s or "integrity_check" in s) for s in statements)
