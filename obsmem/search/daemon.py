@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from obsmem.search.recall import KeptIndex
     from obsmem.settings import Settings
 
-__all__ = ["SearchDaemon", "main"]
+__all__ = ["SearchDaemon", "log", "main"]
 
 #: How often the accept loop wakes to check idleness, its install and its socket.
 TICK_SECONDS = 0.5
@@ -79,7 +79,8 @@ LOCK_WAIT_SECONDS = 5.0
 STUCK_SECONDS = 120.0
 
 
-def _log(message: str) -> None:
+def log(message: str) -> None:
+    """One line of the daemon's log (stderr): time, pid, ``message``."""
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     print(f"{stamp} om search daemon [{os.getpid()}]: {message}", file=sys.stderr, flush=True)
 
@@ -98,6 +99,10 @@ def _take_lock(path: str, wait: float) -> int | None:
 class SearchDaemon:
     """One daemon for the index of ``store``, searching with ``settings`` (module doc).
 
+    ``host`` names the process serving (``om status``); ``index`` is a kept connection to search
+    on (default: one of its own, closed on leaving); ``resident``: run inside a process that
+    lives anyway (``resident.py``), so no idle exit and no log line for a lock held by another.
+
     ``run`` blocks until the daemon leaves; ``stop`` (from another thread, or a ``stop``
     request) makes it leave. ``ready`` is set once the socket listens.
     """
@@ -110,6 +115,7 @@ class SearchDaemon:
         environ: Mapping[str, str] | None = None,
         host: str = "search daemon",
         index: KeptIndex | None = None,
+        resident: bool = False,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -118,7 +124,7 @@ class SearchDaemon:
         self.key = handshake_key(store, settings)
         self.host = host
         # A resident process (``resident.py``) lives for its own reasons: never idle out.
-        self.resident = index is not None
+        self.resident = resident
         self.idle_seconds = math.inf if self.resident else settings.search_daemon_idle_minutes * 60
         self.ready = threading.Event()
         self.exit_reason = ""
@@ -146,12 +152,12 @@ class SearchDaemon:
         folder = os.path.dirname(self.socket_path)
         problem = private_dir_problem(folder, create=True)
         if problem is not None:
-            _log(f"cannot start: {problem}")
+            log(f"cannot start: {problem}")
             return 1
         fd = _take_lock(self.lock_path, LOCK_WAIT_SECONDS if lock_wait is None else lock_wait)
         if fd is None:
             if not self.resident:  # a resident process tries again later, quietly
-                _log("another search daemon holds the lock; leaving")
+                log("another search daemon holds the lock; leaving")
             return 0
         try:
             return self._run_locked()
@@ -164,7 +170,7 @@ class SearchDaemon:
 
         backend = resolve_backend(self.settings)
         if backend.embedder is None and not self.settings.rerank_model:
-            _log(f"no model to keep loaded ({backend.reason}); leaving")
+            log(f"no model to keep loaded ({backend.reason}); leaving")
             return 1
         self._embedder = backend.embedder
         if self._kept is None:
@@ -177,7 +183,7 @@ class SearchDaemon:
             if self._embedder is not None:
                 embedding = threading.Thread(target=self._embed_loop, name="om-embed", daemon=True)
                 embedding.start()
-            _log(f"{self.host}: listening on {self.socket_path} ({backend.reason})")
+            log(f"{self.host}: listening on {self.socket_path} ({backend.reason})")
             self.ready.set()
             self._serve(listener)
         finally:
@@ -189,7 +195,7 @@ class SearchDaemon:
                 embedding.join(timeout=60)
             if self._busy_since is None and not self.resident:
                 self._kept.close()  # a resident process's index is its own: it stays open
-            _log(f"exiting: {self.exit_reason}")
+            log(f"exiting: {self.exit_reason}")
         return 0
 
     def _warm_up(self) -> None:
@@ -197,7 +203,7 @@ class SearchDaemon:
         try:
             self._search({"query": "warm up", "limit": 1})
         except Exception as exc:  # a broken index is repaired by the next query; log only
-            _log(f"warm-up query failed: {exc}")
+            log(f"warm-up query failed: {exc}")
 
     def _listen(self) -> socket.socket:
         with contextlib.suppress(FileNotFoundError):
@@ -264,7 +270,7 @@ class SearchDaemon:
             reply = self._answer(message)
             conn.sendall(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
         except (OSError, ValueError) as exc:
-            _log(f"a request failed: {exc}")
+            log(f"a request failed: {exc}")
         finally:
             conn.close()
             self._last = time.monotonic()
@@ -309,7 +315,7 @@ class SearchDaemon:
         except OmError as exc:
             return {"ok": False, "reason": "error", "error": str(exc)}
         except Exception as exc:  # the client searches by itself; the daemon keeps serving
-            _log(f"search failed: {type(exc).__name__}: {exc}")
+            log(f"search failed: {type(exc).__name__}: {exc}")
             return {"ok": False, "reason": "error", "error": f"{type(exc).__name__}: {exc}"}
         finally:
             self._busy_since = None
@@ -358,7 +364,7 @@ class SearchDaemon:
             try:
                 conn, seen = self._embed_pass(conn, seen)
             except Exception as exc:  # a busy or replaced index: the next pass tries again
-                _log(f"background embedding stopped: {type(exc).__name__}: {exc}")
+                log(f"background embedding stopped: {type(exc).__name__}: {exc}")
                 if conn is not None:
                     conn.close()
                 conn, seen = None, None
@@ -403,7 +409,7 @@ class SearchDaemon:
         stop: Callable[[], bool] = self._stop.is_set
         count = embed_missing(conn, self._embedder, progress=self._progress, stop=stop)
         if count:
-            _log(f"embedded {count} entr{'y' if count == 1 else 'ies'}")
+            log(f"embedded {count} entr{'y' if count == 1 else 'ies'}")
         return conn, (inode, *self._state(conn))
 
     @staticmethod
@@ -434,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, terminate)
         return daemon.run()
     except Exception as exc:  # a detached process has no one to show a traceback to
-        _log(f"failed: {type(exc).__name__}: {exc}")
+        log(f"failed: {type(exc).__name__}: {exc}")
         return 1
 
 

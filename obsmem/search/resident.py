@@ -119,17 +119,17 @@ class Resident:
 
     def _loop(self) -> None:
         from obsmem.errors import OmError
-        from obsmem.search.daemon import SearchDaemon, _log
+        from obsmem.search.daemon import SearchDaemon, log
 
         install = install_stamp()
         while not self._stop.is_set():
             if install_stamp() != install:
-                _log(f"{self.host}: om was reinstalled; no longer serving searches")
+                log(f"{self.host}: om was reinstalled; no longer serving searches")
                 return
             try:
                 settings = self._load()
             except OmError as exc:
-                _log(f"{self.host}: settings unreadable ({exc}); trying again later")
+                log(f"{self.host}: settings unreadable ({exc}); trying again later")
                 settings = None
             if settings is not None and wanted(settings) and not _known_to_fail(settings):
                 if self._index is None:
@@ -137,7 +137,12 @@ class Resident:
 
                     self._index = KeptIndex(self.store.index_path)
                 daemon = SearchDaemon(
-                    self.store, settings, environ=self.environ, host=self.host, index=self._index
+                    self.store,
+                    settings,
+                    environ=self.environ,
+                    host=self.host,
+                    index=self._index,
+                    resident=True,
                 )
                 with self._guard:
                     if self._stop.is_set():
@@ -146,7 +151,7 @@ class Resident:
                 try:
                     daemon.run(lock_wait=0)
                 except Exception as exc:  # the process's own work goes on without serving
-                    _log(f"{self.host}: serving searches failed: {type(exc).__name__}: {exc}")
+                    log(f"{self.host}: serving searches failed: {type(exc).__name__}: {exc}")
                 finally:
                     with self._guard:
                         self._daemon = None
