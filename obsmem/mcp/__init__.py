@@ -4,7 +4,9 @@ Only ``obsmem.mcp.server`` imports the ``mcp`` SDK (the ``mcp`` extra); this pac
 functions decide the transport and the HTTP safety rules without it, so ``om mcp --http`` with a
 public host is refused before anything heavy is imported, and a missing SDK is one clear error.
 
-- ``run(http=False, ...)``: build the server and serve it (stdio, or HTTP on loopback).
+- ``run(http=False, ...)``: build the server and serve it (stdio, or HTTP on loopback); while
+  it runs it also serves the search daemon's socket (``search.resident``), so a cold ``om
+  search`` is answered with the server's loaded model.
 - ``check_host(host, allow_remote)``: refuse a non-loopback address unless asked.
 - ``resolve_token(configured)``: ``OM_MCP_TOKEN`` or a fresh random token.
 """
