@@ -231,15 +231,19 @@ def _lock_held(path: str) -> bool:
     return False
 
 
-def start_daemon(socket_path: str, environ: Mapping[str, str] | None = None) -> bool:
+def start_daemon(
+    socket_path: str, environ: Mapping[str, str] | None = None, *, replacing: bool = False
+) -> bool:
     """Start a detached search daemon for the memory ``environ`` points at (default: this
     process's), unless one holds the lock of ``socket_path``; True when one was started.
+    ``replacing``: the one holding it is leaving (it refused a mismatch), so start anyway; the
+    new daemon waits for the lock (``daemon.LOCK_WAIT_SECONDS``).
 
     As the background worker is started (``integrations.logs.start_detached``): the same
     interpreter, in a session of its own (it outlives this process and its terminal), output
     appended to ``search-daemon.log`` in ``paths.logs_dir`` (rotated). Nothing is waited for.
     """
-    if _lock_held(lock_path(socket_path)):
+    if not replacing and _lock_held(lock_path(socket_path)):
         return False
     from obsmem.integrations.logs import start_detached
 
@@ -287,14 +291,14 @@ def _ask_daemon(
         return reply["hits"], None
     if reply.get("reason") == "mismatch":
         # The daemon served another install or other settings; it is leaving now.
-        _start(path, settings)
+        _start(path, settings, replacing=True)
         return None, f"the search daemon is restarting for this install and settings; {_BM25}"
     if reply.get("reason") == "usage":
         return None, ""  # the local search reports the same error, as it always does
     return None, f"the search daemon failed ({reply.get('error', 'no reason given')}); {_BM25}"
 
 
-def _start(path: str, settings: Settings) -> str | None:
+def _start(path: str, settings: Settings, *, replacing: bool = False) -> str | None:
     """Start a daemon if the settings can load a model; the note for this search."""
     from obsmem.search.embeddings import backend_status
 
@@ -303,7 +307,7 @@ def _start(path: str, settings: Settings) -> str | None:
     note = failure_note(settings)
     if note is not None and not settings.rerank_model:
         return f"{note}; {_BM25}"  # a daemon would fail the same way: none is started
-    start_daemon(path)
+    start_daemon(path, replacing=replacing)
     return WARMING_NOTE
 
 
@@ -332,12 +336,16 @@ def ask_to_embed(store: MemoryStore, settings: Settings) -> bool:
         return False
     if failure_note(settings) is not None:
         return False  # nobody can load the model; the caller reports why
+    message = {"protocol": PROTOCOL, "op": "embed", "key": handshake_key(store, settings)}
     try:
-        request(path, {"protocol": PROTOCOL, "op": "embed"}, settings.search_daemon_timeout_seconds)
+        reply = request(path, message, settings.search_daemon_timeout_seconds)
     except DaemonUnavailable as exc:
         if exc.running:
             return True  # busy or stuck: a daemon embeds on its own, or leaves and is replaced
         return start_daemon(path) or _lock_held(lock_path(path))
+    if reply.get("reason") == "mismatch":
+        # A daemon of another install or other settings, leaving now: one that fits embeds.
+        return start_daemon(path, replacing=True)
     return True  # an older daemon refuses the op, and still embeds after its next query
 
 

@@ -297,14 +297,14 @@ class SearchDaemon:
         if op == "stop":
             self.stop("asked to stop")
             return {"ok": True}
-        if op == "embed":
-            self._wake.set()  # ``om observe`` wrote: embed it now, not after the next query
-            return {"ok": True}
-        if op != "search":
+        if op not in ("search", "embed"):
             return {"ok": False, "reason": "usage", "error": f"unknown op {op!r}"}
         if message.get("key") != self.key:
             self.stop("a client of another install or other settings asked")
             return {"ok": False, "reason": "mismatch", "error": "another install or settings"}
+        if op == "embed":
+            self._wake.set()  # ``om observe`` wrote: embed it now, not after the next query
+            return {"ok": True}
         from obsmem.errors import OmError, UsageError
 
         self._busy_since = time.monotonic()

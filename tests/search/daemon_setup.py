@@ -67,7 +67,7 @@ def no_start(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Make starting a daemon only note its socket (in the list returned), as started."""
     started: list[str] = []
 
-    def start(path: str, environ: object = None) -> bool:
+    def start(path: str, environ: object = None, **_: object) -> bool:
         started.append(path)
         return True
 

@@ -207,3 +207,16 @@ def test_without_the_daemon_observe_embeds_in_the_foreground(
     assert update_derived(memory) == []
     assert vector_counts(memory, load_settings())[1] == 0
     assert started == []
+
+
+def test_a_daemon_of_other_settings_told_to_embed_leaves_for_one_that_fits(
+    memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with daemon_thread(memory) as daemon:
+        monkeypatch.setenv("OM_SEARCH_VECTOR_WEIGHT", "0.9")  # the observe's settings differ
+        started = no_start(monkeypatch)
+        memory.add_observations([new_observation(CAT, date="2026-12-01", type="fact")])
+        assert not any("embeddings" in p for p in update_derived(memory))
+        until(lambda: daemon.exit_reason, "the refused daemon leaving")
+        assert daemon.exit_reason == "a client of another install or other settings asked"
+        assert started == [socket_path()]  # its replacement, started at once
