@@ -185,7 +185,8 @@ def _semantic(
         notice(
             f"{missing} memory entr{'y has' if missing == 1 else 'ies have'} no embedding "
             f"under {embedder.name} yet and {'is' if missing == 1 else 'are'} found by keyword "
-            "only; run `om reindex` to embed them"
+            "only until embedded (by the search daemon in the background, or now by `om "
+            "reindex --embed`)"
         )
     return ranked
 
