@@ -99,12 +99,14 @@ def run(
     resident = Resident(store, host="MCP server", environ=environ, index=index).start()
     try:
         if not http:
-            srv.serve_stdio(srv.build_server(environ=environ, index=index))
+            srv.serve_stdio(srv.build_server(environ=environ, index=index, forward=resident.ask))
             return
         secret, generated = resolve_token(token)
         if generated:
             say(f"om mcp: bearer token for this run (set OM_MCP_TOKEN to fix one): {secret}")
-        app = srv.build_server(environ=environ, host=host, port=port, index=index)
+        app = srv.build_server(
+            environ=environ, host=host, port=port, index=index, forward=resident.ask
+        )
         from obsmem.settings import load_settings
 
         timeout = load_settings(environ).mcp_http_timeout_seconds

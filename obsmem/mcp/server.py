@@ -138,16 +138,20 @@ def build_server(
     host: str = "127.0.0.1",
     port: int = 8765,
     index: KeptIndex | None = None,
+    forward: Callable[[dict[str, Any]], list[dict[str, Any]] | None] | None = None,
 ) -> FastMCP:
     """The MCP server over ``store`` (default: the memory ``environ`` or the process points at).
 
     ``host`` and ``port`` only matter to the HTTP transport (and its DNS-rebinding check).
     ``index`` is the kept connection searches run on (default: one of the server's own); ``om
-    mcp`` shares it with the search socket it serves (``search.resident``).
+    mcp`` shares it with the search socket it serves (``search.resident``). ``forward(request)``
+    may answer a search first (``Resident.ask``: the process serving that socket, when it is
+    another one); None from it means search here.
     """
     from obsmem.context.startup import DEFAULT_BUDGET, run_context
     from obsmem.forgetting import forget as do_forget
     from obsmem.observe.remember import remember as do_remember
+    from obsmem.search.client import FILTER_OPTIONS
     from obsmem.search.mixed import search_everything
     from obsmem.search.recall import Filters, KeptIndex, get_entries, show, timeline
 
@@ -187,10 +191,22 @@ def build_server(
     ) -> dict[str, Any]:
         filters = Filters(since, until, type, min_importance, project, agent)
         kinds = ["turn"] if raw else kind
-        hits = await _call(
-            search_everything, memory, query, kinds=kinds, filters=filters, limit=limit,
-            index=kept, max_chars=RAW_TEXT_CHARS,
-        )  # fmt: skip
+
+        def run() -> list[dict[str, Any]]:
+            if forward is not None:
+                asked = {
+                    "query": query, "kinds": kinds, "limit": limit, "max_chars": RAW_TEXT_CHARS,
+                    "filters": {name: getattr(filters, name) for name in FILTER_OPTIONS},
+                }  # fmt: skip
+                found = forward(asked)
+                if found is not None:
+                    return found
+            return search_everything(
+                memory, query, kinds=kinds, filters=filters, limit=limit, index=kept,
+                max_chars=RAW_TEXT_CHARS,
+            )  # fmt: skip
+
+        hits = await _call(run)
         found: dict[str, Any] = {"query": query, "count": len(hits), "results": hits}
         if raw:
             found["raw"] = True

@@ -300,7 +300,8 @@ class SearchDaemon:
         if op not in ("search", "embed"):
             return {"ok": False, "reason": "usage", "error": f"unknown op {op!r}"}
         if message.get("key") != self.key:
-            self.stop("a client of another install or other settings asked")
+            if not message.get("stay"):  # a resident process asking only searches by itself
+                self.stop("a client of another install or other settings asked")
             return {"ok": False, "reason": "mismatch", "error": "another install or settings"}
         if op == "embed":
             self._wake.set()  # ``om observe`` wrote: embed it now, not after the next query
@@ -328,6 +329,7 @@ class SearchDaemon:
         filters = chosen_filters(message.get("filters") or {})
         limit = message.get("limit", 10)
         kinds = message.get("kinds")
+        max_chars = message.get("max_chars")
         return search_everything(
             self.store,
             str(message.get("query", "")),
@@ -336,6 +338,7 @@ class SearchDaemon:
             limit=int(limit) if isinstance(limit, int) else 10,
             settings=self.settings,
             index=self._kept,
+            max_chars=max_chars if isinstance(max_chars, int) else None,
         )
 
     def status(self) -> dict[str, Any]:

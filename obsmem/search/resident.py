@@ -11,6 +11,9 @@ process: the same lock, socket, handshake and background embedding, with two dif
 - it takes the lock without waiting. Only one process serves the socket at a time: while a
   detached daemon (or another resident process) holds the lock, this one looks again every
   ``RETRY_SECONDS`` and takes over once the other has left, for example after its idle time.
+  Meanwhile ``ask`` sends this process's own searches to the one serving (the MCP server does),
+  so the model is loaded in one process, not two; a refusal (other settings) leaves that one
+  running and the search to this process.
 
 The settings are read again before each attempt, so a daemon that left because a client had
 other settings comes back with the current ones. When this process's install changed (an
@@ -26,11 +29,13 @@ from __future__ import annotations
 
 import threading
 
+from obsmem import paths
 from obsmem.search.client import install_stamp
 
 TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from typing import Any
 
     from obsmem.memory.store import MemoryStore
     from obsmem.search.daemon import SearchDaemon
@@ -89,12 +94,33 @@ class Resident:
         self._guard = threading.Lock()
         self._daemon: SearchDaemon | None = None
         self._thread: threading.Thread | None = None
+        self._settings: Settings | None = None
 
     @property
     def serving(self) -> SearchDaemon | None:
         """The daemon answering the socket from this process now, or None."""
         daemon = self._daemon
         return daemon if daemon is not None and daemon.ready.is_set() else None
+
+    def ask(self, message: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """The hits of the process serving the socket for a search of this process (``query``,
+        ``kinds``, ``limit``, ``filters`` as ``client.FILTER_OPTIONS``, ``max_chars``), when
+        that process is another one; None: search here (this process serves, none does, or
+        it could not answer)."""
+        from obsmem.search.client import PROTOCOL, DaemonUnavailable, handshake_key, request
+
+        settings = self._settings
+        if settings is None or self.serving is not None or not wanted(settings):
+            return None
+        path = paths.search_socket(str(self.store.index_path), self.environ)
+        key = handshake_key(self.store, settings)
+        full = {**message, "protocol": PROTOCOL, "op": "search", "key": key, "stay": True}
+        try:
+            reply = request(path, full, settings.search_daemon_timeout_seconds)
+        except DaemonUnavailable:
+            return None
+        hits = reply.get("hits")
+        return hits if reply.get("ok") and isinstance(hits, list) else None
 
     def start(self) -> Resident:
         """Start serving on a thread of its own (a daemon thread: it never holds up an exit)."""
@@ -131,6 +157,7 @@ class Resident:
             except OmError as exc:
                 log(f"{self.host}: settings unreadable ({exc}); trying again later")
                 settings = None
+            self._settings = settings
             if settings is not None and wanted(settings) and not _known_to_fail(settings):
                 if self._index is None:
                     from obsmem.search.recall import KeptIndex

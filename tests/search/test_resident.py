@@ -181,19 +181,12 @@ def test_observe_leaves_new_entries_to_the_daemon_and_bm25_finds_them_meanwhile(
 def test_a_running_daemon_is_told_to_embed_what_observe_wrote(
     memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ops: list[str] = []
-    answer = SearchDaemon._answer
-
-    def recording(self: SearchDaemon, message: dict[str, Any]) -> dict[str, Any]:
-        ops.append(str(message.get("op")))
-        return answer(self, message)
-
-    monkeypatch.setattr(SearchDaemon, "_answer", recording)
+    seen = _record_ops(monkeypatch)
     with daemon_thread(memory) as daemon:
         until(lambda: daemon.progress["embedded"] == 3, "the first background embedding")
         memory.add_observations([new_observation(CAT, date="2026-12-01", type="fact")])
         update_derived(memory)
-        assert ops[-1] == "embed"
+        assert seen[-1]["op"] == "embed"
         until(lambda: daemon.progress["embedded"] == 4, "the new entry embedded")
         assert search("kitten napping")[0]["text"] == CAT
 
@@ -220,3 +213,52 @@ def test_a_daemon_of_other_settings_told_to_embed_leaves_for_one_that_fits(
         until(lambda: daemon.exit_reason, "the refused daemon leaving")
         assert daemon.exit_reason == "a client of another install or other settings asked"
         assert started == [socket_path()]  # its replacement, started at once
+
+
+def _record_ops(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The requests every daemon of this process answers, in order."""
+    seen: list[dict[str, Any]] = []
+    answer = SearchDaemon._answer
+
+    def recording(self: SearchDaemon, message: dict[str, Any]) -> dict[str, Any]:
+        seen.append(message)
+        return answer(self, message)
+
+    monkeypatch.setattr(SearchDaemon, "_answer", recording)
+    return seen
+
+
+def test_the_mcp_server_sends_its_searches_to_the_daemon_that_serves_the_socket(
+    memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    from obsmem.mcp.server import RAW_TEXT_CHARS, build_server
+
+    seen = _record_ops(monkeypatch)
+    current = [load_settings()]
+    resident = Resident(memory, host="MCP server", load=lambda: current[0], retry_seconds=0.05)
+    with daemon_thread(memory) as daemon:
+        resident.start()
+        try:
+            asked = {"query": TEXTS[1], "limit": 1}
+            until(lambda: resident.ask(asked), "the resident asking the daemon")
+
+            async def steps() -> Any:
+                server = build_server(memory, forward=resident.ask)
+                async with create_connected_server_and_client_session(server) as session:
+                    return await session.call_tool("search", {"query": "database engine"})
+
+            result = anyio.run(steps)
+            assert not result.isError
+            assert result.structuredContent["results"][0]["text"] == TEXTS[0]
+            last = seen[-1]
+            assert (last["op"], last["stay"], last["max_chars"]) == ("search", True, RAW_TEXT_CHARS)
+            # Other settings in this process: the daemon refuses but keeps serving the others.
+            current[0] = current[0].replace(search_vector_weight=0.9)
+            until(lambda: resident.ask(asked) is None, "the resident's settings changing")
+            assert daemon.exit_reason == ""
+            assert daemon_status(memory) is not None
+        finally:
+            resident.close()
