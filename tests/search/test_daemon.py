@@ -23,7 +23,7 @@ import pytest
 from obsmem.cli.quick import search_main
 from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.search import client
-from obsmem.search.client import WARMING_NOTE, daemon_status, stop_daemon
+from obsmem.search.client import WARMING_NOTE, cold_search, daemon_status, stop_daemon
 from obsmem.search.daemon import SearchDaemon
 from obsmem.settings import load_settings
 from tests.search.daemon_setup import (
@@ -265,7 +265,7 @@ def test_the_daemon_applies_the_filters_of_the_request(
         found = cold_search(store, settings, "postgresql", kinds=None, filters=filters, limit=5)
         return [hit["text"] for hit in found]
 
-    with _daemon_thread(memory):
+    with daemon_thread(memory):
         assert sorted(texts()) == sorted([*TEXTS, "PostgreSQL 17 is out"])
         assert texts(until="2026-11-25") == ["PostgreSQL 17 is out"]
         assert sorted(texts(type="fact", min_importance=0.1)) == sorted(TEXTS)
