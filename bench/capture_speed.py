@@ -1,12 +1,16 @@
 """Capture speed: transcript parsing throughput, and the rescan of unchanged transcripts.
 
-Usage: python bench/capture_speed.py [--mb 100] [--files 1000] [--json]
-       python bench/capture_speed.py --callgrind [--copies 20]
+Usage: python bench/capture_speed.py [--mb 100] [--files 1000] [--corpus both] [--json]
+       python bench/capture_speed.py --callgrind [--copies 20] [--corpus fixtures]
 
 1. Parsing: for each agent, its test fixtures repeated into one large JSONL file (about ``--mb``
    megabytes), read in full by the agent's reader; figure in MB/s (target: over 50). Also in
    CPU time of the process (what a loaded machine distorts least), for the reader alone and
-   with every turn redacted as capture does it.
+   with every turn redacted as capture does it. The Hermes and OpenClaw fixtures are mostly
+   hand-written, very short turns (the worst case); both agents are also read on a corpus
+   shaped like real sessions (``--corpus sessions``, the default being ``both``): for OpenClaw
+   the one public real session among the fixtures alone, for Hermes the session written by
+   ``hermes_session.py`` (full tools list, multi-KB tool results; no public one exists).
 2. Rescan: ``--files`` Claude Code transcripts whose cursors are all at the end; one ``scan`` of
    them, the work ``om observe`` does when nothing changed (target: under 0.3 s for 1,000).
 3. ``--callgrind``: instructions per turn under ``valgrind --tool=callgrind`` (repeatable on a
@@ -28,6 +32,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+from hermes_session import session as hermes_session
 
 from obsmem.redact import redact_all
 from obsmem.sources.capture import MAX_TURN_CHARS, CaptureRun, scan
@@ -46,7 +53,19 @@ GROUPS = {
 }
 
 
-def _sample(agent: str) -> bytes:
+#: The corpus shaped like real sessions, per agent (see the module's docstring).
+SESSIONS = {
+    "hermes": lambda: hermes_session(seed=1),
+    "openclaw": lambda: (
+        FIXTURES / "openclaw" / "openclaw-session-md" / "session.jsonl"
+    ).read_bytes(),
+}
+CORPORA = ("fixtures", "sessions")
+
+
+def _sample(agent: str, corpus: str = "fixtures") -> bytes:
+    if corpus == "sessions":
+        return SESSIONS[agent]() if agent in SESSIONS else b""
     parts = []
     for group in GROUPS[agent]:
         for path in sorted((FIXTURES / group).rglob("*.jsonl")):
@@ -69,14 +88,15 @@ def _redact_turns(turns: list[Turn]) -> None:
         turn.text = clip(text, MAX_TURN_CHARS)
 
 
-def stage(agent: str, copies: int, upto: str, workdir: Path) -> int:
+def stage(agent: str, copies: int, upto: str, workdir: Path, corpus: str = "fixtures") -> int:
     """Build ``copies`` copies of ``agent``'s fixtures and run up to ``upto`` (``build``,
     ``read``, ``redact``); the number of turns read (0 when not read). One copy is read and
     redacted first, so that imports and caches filled once are outside every difference."""
     path = workdir / f"{agent}.jsonl"
-    path.write_bytes(_sample(agent))
+    sample = _sample(agent, corpus)
+    path.write_bytes(sample)
     _redact_turns(reader_for(agent).read(path, flush=True).turns)
-    path.write_bytes(_sample(agent) * copies)
+    path.write_bytes(sample * copies)
     if upto == "build":
         return 0
     result = reader_for(agent).read(path, flush=True)
@@ -88,10 +108,11 @@ def stage(agent: str, copies: int, upto: str, workdir: Path) -> int:
 _COLLECTED = re.compile(r"Collected : (\d+)")
 
 
-def _instructions(agent: str, copies: int, upto: str) -> int:
+def _instructions(agent: str, copies: int, upto: str, corpus: str) -> int:
     command = [
         "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
         sys.executable, __file__, "--stage", upto, "--agent", agent, "--copies", str(copies),
+        "--corpus", corpus,
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     found = _COLLECTED.search(done.stderr)
@@ -100,17 +121,19 @@ def _instructions(agent: str, copies: int, upto: str) -> int:
     return int(found.group(1))
 
 
-def callgrind(copies: int, agents: list[str]) -> dict[str, dict[str, float]]:
+def callgrind(
+    copies: int, agents: list[str], corpus: str = "fixtures"
+) -> dict[str, dict[str, float]]:
     """Instructions per turn of each reader, and of redacting its turns, under callgrind."""
     out: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="om-bench-") as tmp:
         for agent in agents:
-            size = len(_sample(agent))
+            size = len(_sample(agent, corpus))
             if not size:
                 continue
             n = max(1, copies * _COPY_BYTES // size)
-            turns = stage(agent, n, "read", Path(tmp))
-            build, read, redacted = (_instructions(agent, n, upto) for upto in STAGES)
+            turns = stage(agent, n, "read", Path(tmp), corpus)
+            build, read, redacted = (_instructions(agent, n, upto, corpus) for upto in STAGES)
             out[agent] = {
                 "turns": turns,
                 "bytes_per_turn": round(size * n / turns),
@@ -120,10 +143,11 @@ def callgrind(copies: int, agents: list[str]) -> dict[str, dict[str, float]]:
     return out
 
 
-def parsing(mb: int, workdir: Path) -> dict[str, dict[str, float]]:
+def parsing(mb: int, workdir: Path, corpus: str = "fixtures") -> dict[str, dict[str, float]]:
+    """Each agent's reader on ``corpus`` repeated to ``mb`` megabytes: MB/s, best of three."""
     out: dict[str, dict[str, float]] = {}
     for agent in GROUPS:
-        sample = _sample(agent)
+        sample = _sample(agent, corpus)
         if not sample:
             continue
         path = workdir / f"{agent}.jsonl"
@@ -193,13 +217,22 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=20, help="fixture copies for --callgrind")
     parser.add_argument("--stage", choices=STAGES, help=argparse.SUPPRESS)
     parser.add_argument("--agent", choices=sorted(GROUPS), help="only this agent (--callgrind)")
+    parser.add_argument(
+        "--corpus",
+        choices=(*CORPORA, "both"),
+        help="fixtures, sessions (shaped like real ones) or both; --callgrind: fixtures",
+    )
     args = parser.parse_args()
     if args.stage:  # one run measured by --callgrind
         with tempfile.TemporaryDirectory(prefix="om-bench-") as tmp:
-            stage(args.agent, args.copies, args.stage, Path(tmp))
+            stage(args.agent, args.copies, args.stage, Path(tmp), args.corpus or "fixtures")
         return
     if args.callgrind:
-        figures = callgrind(args.copies, [args.agent] if args.agent else list(GROUPS))
+        corpus = args.corpus or "fixtures"
+        if corpus == "both":
+            raise SystemExit("om: error: --callgrind takes one --corpus (fixtures or sessions)")
+        agents = [args.agent] if args.agent else list(GROUPS)
+        figures = callgrind(args.copies, agents, corpus)
         if args.json:
             print(json.dumps(figures))
             return
@@ -210,17 +243,25 @@ def main() -> None:
                 f"redaction {row['redaction_per_turn']:,}"
             )
         return
+    corpora = CORPORA if args.corpus in (None, "both") else (args.corpus,)
+    result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="om-bench-") as tmp:
-        result = {"parsing": parsing(args.mb, Path(tmp)), "rescan": rescan(args.files, Path(tmp))}
+        # "parsing" stays the fixture figure it always was; the other corpus has its own key.
+        for corpus in corpora:
+            key = "parsing" if corpus == "fixtures" else f"parsing_{corpus}"
+            result[key] = parsing(args.mb, Path(tmp), corpus)
+        result["rescan"] = rescan(args.files, Path(tmp))
     if args.json:
         print(json.dumps(result))
         return
-    for agent, figures in result["parsing"].items():
-        print(
-            f"parse {agent:9} {figures['mb_per_s']:>7} MB/s  ({figures['mb']} MB in "
-            f"{figures['seconds']} s, {figures['turns']} turns); CPU time: "
-            f"{figures['cpu_mb_per_s']} MB/s, {figures['redacted_cpu_mb_per_s']} MB/s redacted"
-        )
+    for corpus in corpora:
+        key = "parsing" if corpus == "fixtures" else f"parsing_{corpus}"
+        for agent, figures in result[key].items():
+            print(
+                f"parse {agent:9} {corpus:8} {figures['mb_per_s']:>7} MB/s  ({figures['mb']} MB "
+                f"in {figures['seconds']} s, {figures['turns']} turns); CPU time: "
+                f"{figures['cpu_mb_per_s']} MB/s, {figures['redacted_cpu_mb_per_s']} MB/s redacted"
+            )
     r = result["rescan"]
     print(
         f"rescan of {r['files']} unchanged transcripts: "
