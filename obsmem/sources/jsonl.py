@@ -17,9 +17,8 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple, cast
 
 __all__ = [
     "HEAD_BYTES",
@@ -48,10 +47,7 @@ except ImportError:  # pragma: no cover - the stdlib path is the same, only slow
     _fast_loads = None
 
 
-# Not frozen: a frozen dataclass sets each field through object.__setattr__, which shows in the
-# parsing figures at one Line per line; nothing hashes a Line or relies on it being immutable.
-@dataclass(slots=True)
-class Line:
+class Line(NamedTuple):
     """One complete line: its 1-based number, byte range (end exclusive) and bytes (no newline)."""
 
     number: int
@@ -59,6 +55,12 @@ class Line:
     end: int
     data: bytes
     too_long: bool = False
+
+
+# A tuple, so that the record loop makes one per line in C (``tuple.__new__``), without the
+# Python frame a dataclass's or a NamedTuple's own constructor runs: that frame was about a
+# tenth of what the loop cost per line. Fields read through C descriptors as fast as slots.
+_new_line = cast(Callable[[type[Line], tuple[int, int, int, bytes, bool]], Line], tuple.__new__)
 
 
 def iter_lines(
@@ -236,55 +238,54 @@ class Records:
         max_line = MAX_LINE_BYTES
         # Neither built on lines() nor on iter_lines(), and decoding as _loads does inline: a
         # generator or a call more per line shows in the parsing figures. Same lines as
-        # iter_lines() yields.
-        with self.path.open("rb") as handle:
-            handle.seek(self.start_offset)
-            readline = handle.readline
-            offset = self.start_offset
-            number = self.start_line
-            while True:
-                chunk = readline(max_line + 1)
-                if not chunk:
-                    return
-                number += 1
-                if chunk[-1:] == b"\n":
-                    end = offset + len(chunk)
-                    data = chunk.rstrip(b"\r\n")
-                elif len(chunk) > max_line:
-                    size = _skip_long(handle, len(chunk), flush)
-                    if size is None:
+        # iter_lines() yields. Where the read got to is kept in locals and stored once it stops
+        # (consumers read it after the loop; a generator left early stores it when closed).
+        offset = self.start_offset
+        number = self.start_line
+        new_line = _new_line
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(offset)
+                readline = handle.readline
+                while True:
+                    chunk = readline(max_line + 1)
+                    if not chunk:
                         return
-                    line = Line(number, offset, offset + size, b"", too_long=True)
-                    offset = self.end_offset = line.end
-                    self.end_line = number
-                    self.skip(line, "line too long")
-                    continue
-                elif flush:
-                    end = offset + len(chunk)
-                    data = chunk.rstrip(b"\r\n")
-                else:
-                    return  # incomplete last line: leave it for the next run
-                line = Line(number, offset, end, data)
-                offset = self.end_offset = end
-                self.end_line = number
-                if not data or data.isspace():
-                    continue
-                if pass_over is not None:
-                    reason = pass_over(data)
-                    if reason is not None:
-                        self.skip(line, reason)
+                    if chunk[-1:] == b"\n" or (flush and len(chunk) <= max_line):
+                        end = offset + len(chunk)
+                        data = chunk.rstrip(b"\r\n")
+                        line = new_line(Line, (number + 1, offset, end, data, False))
+                    elif len(chunk) > max_line:
+                        size = _skip_long(handle, len(chunk), flush)
+                        if size is None:
+                            return
+                        line = Line(number + 1, offset, offset + size, b"", too_long=True)
+                        number, offset = line.number, line.end
+                        self.skip(line, "line too long")
                         continue
-                try:
-                    record = decode(data)
-                except (ValueError, RecursionError) as error:
-                    record = _second_try(data, error)
-                    if record is _BROKEN:
-                        self.skip(line, "broken json")
+                    else:
+                        return  # incomplete last line: leave it for the next run
+                    number, offset = number + 1, end
+                    if not data or data.isspace():
                         continue
-                if not isinstance(record, dict):
-                    self.skip(line, "not an object")
-                    continue
-                yield line, record
+                    if pass_over is not None:
+                        reason = pass_over(data)
+                        if reason is not None:
+                            self.skip(line, reason)
+                            continue
+                    try:
+                        record = decode(data)
+                    except (ValueError, RecursionError) as error:
+                        record = _second_try(data, error)
+                        if record is _BROKEN:
+                            self.skip(line, "broken json")
+                            continue
+                    if not isinstance(record, dict):
+                        self.skip(line, "not an object")
+                        continue
+                    yield line, record
+        finally:
+            self.end_offset, self.end_line = offset, number
 
 
 @contextmanager

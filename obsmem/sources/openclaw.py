@@ -27,7 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from obsmem.sources.jsonl import Line, Records, decode_object, head_records, lines_before
+from obsmem.sources.jsonl import (
+    Line,
+    Records,
+    decode_object,
+    head_records,
+    lines_before,
+    paused_gc,
+)
 from obsmem.sources.model import ReadResult, Turn
 from obsmem.sources.normalise import clip, file_time, iso_utc, project_of
 from obsmem.sources.openclaw_text import (
@@ -114,12 +121,14 @@ class _Session:
             self.project = project_of(cwd)
         self.timestamp = iso_utc(record.get("timestamp")) or self.timestamp
 
-    def time(self, *values: object) -> str | None:
-        """The first usable timestamp among ``values``, else the session's, else the file's."""
-        for value in values:
-            stamp = iso_utc(value)
-            if stamp is not None:
-                return stamp
+    def time(self, value: object, fallback: object = None) -> str | None:
+        """The first usable timestamp of ``value`` and ``fallback``, else the session's, else the
+        file's."""
+        stamp = iso_utc(value)
+        if stamp is None and fallback is not None:
+            stamp = iso_utc(fallback)
+        if stamp is not None:
+            return stamp
         if self.timestamp is not None:
             return self.timestamp
         if not self._mtime_read:
@@ -198,8 +207,17 @@ def read(
         skipped=session.skipped,
         pass_over=session.pass_over,
     )
-    for line, record in records:
-        _record(record, line, session)
+    with paused_gc():  # see paused_gc: the collector would walk every turn made so far
+        for line, record in records:
+            # Most lines are messages: routed here, without a call more through _record.
+            if record.get("type") == "message":
+                message = record.get("message")
+                if isinstance(message, dict):
+                    _message(message, record, line, session)
+                else:
+                    session.skipped["message without body"] += 1
+            else:
+                _record(record, line, session)
     return ReadResult(
         session.turns, start_offset, records.end_offset, records.end_line, session.skipped
     )
@@ -301,35 +319,43 @@ def _message(message: dict[str, Any], record: dict[str, Any], line: Line, s: _Se
         s.skipped[f"unknown role: {clip(str(role), 40)}"] += 1
 
 
+def _reply(texts: list[str], line: Line, s: _Session, stamp: str | None) -> None:
+    """The assistant's text blocks since the last tool call, as one turn (or a skip count)."""
+    text, reason = clean_assistant(texts[0] if len(texts) == 1 else "\n\n".join(texts))
+    if reason is not None:
+        s.skipped[reason] += 1
+    elif s.run is not None and s.run != "heartbeat":
+        s.drop_in_run()
+    else:  # in a heartbeat run, a reply that is more than the ack is an alert the user got
+        s.add("assistant", text, line, stamp)
+
+
 def _assistant(message: dict[str, Any], line: Line, s: _Session, stamp: str | None) -> None:
     content = message.get("content")
-    blocks: list[Any] = (
-        [{"type": "text", "text": content}]
-        if isinstance(content, str)
-        else (content if isinstance(content, list) else [])
-    )
+    if isinstance(content, str):
+        _reply([content], line, s, stamp)
+    elif isinstance(content, list):
+        _blocks(content, line, s, stamp)
+    error = message.get("errorMessage")
+    if message.get("stopReason") == "error" and isinstance(error, str) and error.strip():
+        s.add("outcome", "model error: " + clip(error.strip().splitlines()[0], 300), line, stamp)
+
+
+def _blocks(blocks: list[Any], line: Line, s: _Session, stamp: str | None) -> None:
+    """An assistant message's blocks in order: its words between tool calls, and the calls."""
     texts: list[str] = []
-
-    def flush_text() -> None:
-        if not texts:
-            return
-        text, reason = clean_assistant("\n\n".join(texts))
-        texts.clear()
-        if reason is not None:
-            s.skipped[reason] += 1
-        elif s.run is not None and s.run != "heartbeat":
-            s.drop_in_run()
-        else:  # in a heartbeat run, a reply that is more than the ack is an alert the user got
-            s.add("assistant", text, line, stamp)
-
     for block in blocks:
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            texts.append(block["text"])
+        if kind == "text":
+            value = block.get("text")
+            if isinstance(value, str):
+                texts.append(value)
         elif kind == "toolCall":
-            flush_text()
+            if texts:
+                _reply(texts, line, s, stamp)
+                texts = []
             if not s.drop_in_run():
                 name = block.get("name")
                 args = block.get("arguments")
@@ -340,10 +366,8 @@ def _assistant(message: dict[str, Any], line: Line, s: _Session, stamp: str | No
                     s.shells[str(block.get("id"))] = (s.turns[-1], command)
         elif kind == "thinking":
             s.skipped["thinking"] += 1
-    flush_text()
-    error = message.get("errorMessage")
-    if message.get("stopReason") == "error" and isinstance(error, str) and error.strip():
-        s.add("outcome", "model error: " + clip(error.strip().splitlines()[0], 300), line, stamp)
+    if texts:
+        _reply(texts, line, s, stamp)
 
 
 def _first_record(path: Path) -> dict[str, Any] | None:

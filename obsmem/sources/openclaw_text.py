@@ -67,8 +67,12 @@ _QUICK = (
 
 def unwrap_user(text: str) -> str:
     """The user's own words from an inbound OpenClaw message (wrappers and hints removed)."""
-    if not text.startswith("[") and not any(marker in text for marker in _QUICK):
-        return text.strip()
+    if not text.startswith("["):
+        for marker in _QUICK:  # a loop, not any() over a generator: less per message
+            if marker in text:
+                break
+        else:
+            return text.strip()
     lines = text.split("\n")
     kept: list[str] = []
     i = 0
@@ -178,7 +182,9 @@ def clean_assistant(text: str) -> tuple[str, str | None]:
     A reply that is only ``NO_REPLY`` is silent ("silent reply"); ``HEARTBEAT_OK`` at either end
     is an acknowledgement, and a reply that is nothing else is dropped ("heartbeat").
     """
-    text = _REPLY_TAG.sub("", text).strip()
+    if "[[" in text:  # every tag opens so: most replies skip the substitution
+        text = _REPLY_TAG.sub("", text)
+    text = text.strip()
     if text == _SILENT:
         return "", "silent reply"
     if _HEARTBEAT_ACK in text:
@@ -227,17 +233,21 @@ def summarise_call(name: str, arguments: Any) -> str:
     """``exec: npm test``, ``write: src/a.py``, ``browser: open https://...``: one line."""
     args = _arguments(arguments)
     detail = ""
-    keys = _MAIN_ARG.get(name.lower())
+    low = name.lower()
+    keys = _MAIN_ARG.get(low)
     if keys is not None:
-        detail = next((str(args[k]) for k in keys if isinstance(args.get(k), str | int)), "")
-    elif name.lower() in _ACTION_TOOLS:
+        for key in keys:
+            if isinstance(args.get(key), str | int):
+                detail = str(args[key])
+                break
+    elif low in _ACTION_TOOLS:
         action = args.get("action")
         target = next(
             (args[k] for k in ("url", "targetUrl", "target", "to", "name", "jobId") if args.get(k)),
             "",
         )
         detail = " ".join(str(part) for part in (action, target) if part)
-    elif name.lower() == "apply_patch":
+    elif low == "apply_patch":
         patch = str(args.get("input") or args.get("patch") or "")
         detail = ", ".join(dict.fromkeys(_PATCH_FILE.findall(patch)))
     if not detail:
@@ -270,7 +280,9 @@ def reduce_result(message: dict[str, Any]) -> str | None:
     details = details if isinstance(details, dict) else {}
     exit_code = details.get("exitCode")
     if not isinstance(exit_code, int) or isinstance(exit_code, bool):
-        found = _EXIT_TEXT.search(text[-500:])
+        tail = text[-500:]
+        # The pattern starts with an alternation, so ``re`` would try it at every character.
+        found = _EXIT_TEXT.search(tail) if " exited with code " in tail else None
         exit_code = int(found.group(1)) if found else None
     status = str(details.get("status") or "")
     failed = (

@@ -11,6 +11,7 @@ kept beside the others rather than merged, which would change what observed sess
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from obsmem.redact import redact, safe_cut
 from obsmem.sources.normalise import clip
@@ -232,6 +233,7 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PROGRAM = re.compile(r"^[\w./+-]+$")
 _QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 _COMMAND_CHARS = 4000
+_STAGE_SPLIT = re.compile(r"\|\||&&|[|;&\n]").split
 
 
 def _programs(command: str) -> list[tuple[str, str]]:
@@ -241,7 +243,7 @@ def _programs(command: str) -> list[tuple[str, str]]:
     # Quoted arguments become one word, so a ``|`` in a pattern (``grep "a|b"``) splits nothing.
     command = _QUOTED.sub("Q", command[:_COMMAND_CHARS])
     found: list[tuple[str, str]] = []
-    for stage in re.split(r"\|\||&&|[|;&\n]", command):
+    for stage in _STAGE_SPLIT(command):
         words = [w for w in stage.split() if not _ASSIGNMENT.match(w)]
         while words and (words[0] in _WRAPPERS or words[0].isdigit() or words[0].startswith("-")):
             words = words[1:]
@@ -250,6 +252,9 @@ def _programs(command: str) -> list[tuple[str, str]]:
     return found
 
 
+# Cached: a session runs the same commands again and again (``git status``, ``npm test``), and a
+# shell call's result asks again about the command its call was asked about.
+@lru_cache(maxsize=1024)
 def shows_content(command: str) -> bool:
     """True for a command whose every stage only shows what exists (a file, a listing, a diff,
     a log): ``cat a | grep b`` does, ``pytest | tail -5`` does not."""
@@ -317,6 +322,13 @@ _OC_ERROR_LINE = re.compile(
     r"|cannot|can't|unable to|timed out|panic(?:ked)?)\b|^E\s",
     re.IGNORECASE,
 )
+# What every match of _OC_ERROR_LINE but "^E\s" holds, lowered: on an ASCII line (where lowering
+# is what IGNORECASE does) without one of these the pattern, slow with its "\w*" heads at every
+# word, cannot match.
+_OC_ERROR_HINT = re.compile(
+    r"error|exception|fatal|denied|refused|fail|not found|no such|cannot|can't|unable to"
+    r"|timed out|panic"
+)
 # Lines that carry no information of their own: rulers, the traceback banner.
 _OC_NOISE_LINE = re.compile(r"^(?:[=_\-*#~]{3,}.*|Traceback \(most recent call last\):)$")
 _OC_ERROR_LINES = 5
@@ -333,7 +345,9 @@ def summarise_tests(text: str) -> str:
         return ""
     lines = text.splitlines()[-200:]  # summaries come last
     for i in range(len(lines) - 1, -1, -1):
-        if not _OC_COUNT_LINE.search(lines[i]):
+        line = lines[i]
+        # A count line says "pass" or "fail": most lines are passed over without the pattern.
+        if ("pass" not in line and "fail" not in line) or not _OC_COUNT_LINE.search(line):
             continue
         start = i
         if _OC_COUNT_ONLY.match(lines[i]):
@@ -346,6 +360,13 @@ def summarise_tests(text: str) -> str:
     return ""
 
 
+def _error_line(line: str) -> bool:
+    """``_OC_ERROR_LINE.search(line)``, the pattern run only where it may match."""
+    if line.isascii() and line[:1] not in ("E", "e") and not _OC_ERROR_HINT.search(line.lower()):
+        return False
+    return _OC_ERROR_LINE.search(line) is not None
+
+
 def error_lines(text: str, counts: str) -> str:
     """The lines of ``text`` that say what went wrong (else its first lines), clipped.
 
@@ -355,7 +376,7 @@ def error_lines(text: str, counts: str) -> str:
     lines = [line for line in lines if line and not _OC_NOISE_LINE.match(line)]
     if counts:
         lines = [line for line in lines if not _OC_COUNT_LINE.search(line)]
-    chosen = [line for line in lines if _OC_ERROR_LINE.search(line)][:_OC_ERROR_LINES]
+    chosen = [line for line in lines if _error_line(line)][:_OC_ERROR_LINES]
     if not chosen:
         chosen = lines[:_OC_ERROR_LINES]
     return clip("\n".join(clip(line, 300) for line in chosen), _OC_EXCERPT_CHARS)
