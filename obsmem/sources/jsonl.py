@@ -58,8 +58,8 @@ class Line(NamedTuple):
 
 
 # A tuple, so that the record loop makes one per line in C (``tuple.__new__``), without the
-# Python frame a dataclass's or a NamedTuple's own constructor runs: that frame was about a
-# tenth of what the loop cost per line. Fields read through C descriptors as fast as slots.
+# Python frame a dataclass's or a NamedTuple's own constructor runs for each. Its fields read
+# through C descriptors, as fast as slots; nothing sets a Line's fields after it is made.
 _new_line = cast(Callable[[type[Line], tuple[int, int, int, bytes, bool]], Line], tuple.__new__)
 
 
@@ -238,54 +238,53 @@ class Records:
         max_line = MAX_LINE_BYTES
         # Neither built on lines() nor on iter_lines(), and decoding as _loads does inline: a
         # generator or a call more per line shows in the parsing figures. Same lines as
-        # iter_lines() yields. Where the read got to is kept in locals and stored once it stops
-        # (consumers read it after the loop; a generator left early stores it when closed).
-        offset = self.start_offset
-        number = self.start_line
+        # iter_lines() yields.
         new_line = _new_line
-        try:
-            with self.path.open("rb") as handle:
-                handle.seek(offset)
-                readline = handle.readline
-                while True:
-                    chunk = readline(max_line + 1)
-                    if not chunk:
+        with self.path.open("rb") as handle:
+            handle.seek(self.start_offset)
+            readline = handle.readline
+            offset = self.start_offset
+            number = self.start_line
+            while True:
+                chunk = readline(max_line + 1)
+                if not chunk:
+                    return
+                number += 1
+                if chunk[-1:] == b"\n" or (flush and len(chunk) <= max_line):
+                    end = offset + len(chunk)
+                    data = chunk.rstrip(b"\r\n")
+                elif len(chunk) > max_line:
+                    size = _skip_long(handle, len(chunk), flush)
+                    if size is None:
                         return
-                    if chunk[-1:] == b"\n" or (flush and len(chunk) <= max_line):
-                        end = offset + len(chunk)
-                        data = chunk.rstrip(b"\r\n")
-                        line = new_line(Line, (number + 1, offset, end, data, False))
-                    elif len(chunk) > max_line:
-                        size = _skip_long(handle, len(chunk), flush)
-                        if size is None:
-                            return
-                        line = Line(number + 1, offset, offset + size, b"", too_long=True)
-                        number, offset = line.number, line.end
-                        self.skip(line, "line too long")
+                    line = Line(number, offset, offset + size, b"", too_long=True)
+                    offset = self.end_offset = line.end
+                    self.end_line = number
+                    self.skip(line, "line too long")
+                    continue
+                else:
+                    return  # incomplete last line: leave it for the next run
+                line = new_line(Line, (number, offset, end, data, False))
+                offset = self.end_offset = end
+                self.end_line = number
+                if not data or data.isspace():
+                    continue
+                if pass_over is not None:
+                    reason = pass_over(data)
+                    if reason is not None:
+                        self.skip(line, reason)
                         continue
-                    else:
-                        return  # incomplete last line: leave it for the next run
-                    number, offset = number + 1, end
-                    if not data or data.isspace():
+                try:
+                    record = decode(data)
+                except (ValueError, RecursionError) as error:
+                    record = _second_try(data, error)
+                    if record is _BROKEN:
+                        self.skip(line, "broken json")
                         continue
-                    if pass_over is not None:
-                        reason = pass_over(data)
-                        if reason is not None:
-                            self.skip(line, reason)
-                            continue
-                    try:
-                        record = decode(data)
-                    except (ValueError, RecursionError) as error:
-                        record = _second_try(data, error)
-                        if record is _BROKEN:
-                            self.skip(line, "broken json")
-                            continue
-                    if not isinstance(record, dict):
-                        self.skip(line, "not an object")
-                        continue
-                    yield line, record
-        finally:
-            self.end_offset, self.end_line = offset, number
+                if not isinstance(record, dict):
+                    self.skip(line, "not an object")
+                    continue
+                yield line, record
 
 
 @contextmanager
