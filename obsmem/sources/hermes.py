@@ -55,6 +55,10 @@ _SUMMARY_HEADS = ("[CONTEXT COMPACTION", "[CONTEXT SUMMARY]:", "[END OF PRIOR CO
 _SUMMARY_CHARS = 4000
 #: Tool results that open like this are errors even without a structured flag.
 _ERROR_OPENINGS = ("Error", "error:", "ERROR", "Traceback", "Exception", "fatal:", "Failed")
+#: A JSON result up to this long is first looked at undecoded (``_routine_json``); a longer one
+#: (a file read) is decoded straight away: its nine substring searches over the whole text cost
+#: more than decoding it and looking at its fields, which says the same.
+_QUICK_LOOK_CHARS = 1024
 #: How many lines a read that starts mid-file looks at for the session_meta line.
 _HEADER_LINES = 8
 
@@ -253,7 +257,7 @@ class _Session:
         content = record.get("content")
         text = content if isinstance(content, str) else content_text(content)
         stripped = text.lstrip()
-        if stripped[:1] == "{" and _routine_json(stripped):
+        if stripped[:1] == "{" and len(stripped) <= _QUICK_LOOK_CHARS and _routine_json(stripped):
             # Most results: routine, known before looking up the call they answer.
             self._excerpt(record, text)
             self.skipped["routine tool output"] += 1
