@@ -24,6 +24,10 @@ def iso_utc(value: object) -> str | None:
     Accepts ISO strings (with ``Z`` or an offset, or naive, taken as UTC) and epoch numbers in
     seconds or milliseconds. Anything else is None: a missing time is better than a wrong one.
     """
+    if isinstance(value, str) and _ISO_Z.match(value):
+        # The common case first, without datetime parsing. Unstripped: a string the pattern
+        # matches as it is has no leading space, and "$" allows the one trailing newline.
+        return value[:19] + "Z"
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int | float):
@@ -36,7 +40,7 @@ def iso_utc(value: object) -> str | None:
         return None
     text = value.strip()
     if _ISO_Z.match(text):
-        return text[:19] + "Z"  # the common case, without datetime parsing
+        return text[:19] + "Z"
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
