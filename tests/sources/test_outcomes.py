@@ -17,10 +17,7 @@ from hypothesis import strategies as st
 from obsmem.sources.normalise import clip
 from obsmem.sources.outcomes import (  # the markers and rulers are what the outcomes define
     _ERROR_MARKERS,
-    _OC_COUNT,
     _OC_COUNT_LINE,
-    _OC_COUNT_ONLY,
-    _OC_COUNT_WORD,
     _OC_ERROR_LINE,
     _RULES,
     RESULT_EXCERPT_CHARS,
@@ -32,7 +29,6 @@ from obsmem.sources.outcomes import (  # the markers and rulers are what the out
     short,
     shows_content,
     strip_ansi,
-    summarise_tests,
 )
 
 # --- the plain readings ----------------------------------------------------------------------
@@ -225,29 +221,12 @@ _OC_PIECES = [
 oc_outputs = st.lists(st.sampled_from(_OC_PIECES), max_size=40).map("".join)
 
 
-def plain_summarise_tests(text: str) -> str:
-    """The count-line pattern on every line (what summarise_tests did before its word test)."""
-    if "pass" not in text and "fail" not in text:
-        return ""
-    lines = text.splitlines()[-200:]
-    for i in range(len(lines) - 1, -1, -1):
-        if not _OC_COUNT_LINE.search(lines[i]):
-            continue
-        start = i
-        if _OC_COUNT_ONLY.match(lines[i]):
-            while start > max(0, i - 4) and _OC_COUNT_ONLY.match(lines[start - 1]):
-                start -= 1
-        seen: dict[str, str] = {}
-        for number, word in _OC_COUNT.findall("\n".join(lines[start : i + 1])):
-            seen.setdefault(_OC_COUNT_WORD.get(word, word), number)
-        return ", ".join(f"{number} {word}" for word, number in seen.items())
-    return ""
-
-
 @settings(max_examples=1500, deadline=None)
 @given(oc_outputs)
-def test_openclaw_error_lines_and_counts_agree_with_the_pattern_on_every_line(text: str) -> None:
+def test_openclaw_line_shortcuts_agree_with_their_patterns(text: str) -> None:
     for line in [text, *text.splitlines()]:
         assert _error_line(line) == (_OC_ERROR_LINE.search(line) is not None), line
         assert _error_line(line.strip()) == (_OC_ERROR_LINE.search(line.strip()) is not None)
-    assert summarise_tests(text) == plain_summarise_tests(text)
+        # summarise_tests passes over a line without "pass" or "fail" before its count pattern.
+        found = _OC_COUNT_LINE.search(line) is not None
+        assert not found or "pass" in line or "fail" in line
