@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from datetime import date as Date
 
@@ -367,6 +368,7 @@ def bm25_rows(
 
 #: How far (in lines of the same file, day and section) a match lifts the entries around it.
 NEARBY_LINES = 8
+_NEG_INF = float("-inf")
 # Where these entry columns sit in a result row (after its raw score).
 _FILE, _LINE, _DATE, _SECTION = (
     1 + ENTRY_COLUMNS.index(name) for name in ("file", "line", "date", "section")
@@ -381,7 +383,7 @@ def lift_nearby(rows: Sequence[tuple[object, ...]], weight: float) -> list[tuple
     is usually a few lines from where the question's words are (the question asked, the story
     told a few turns before), and several good matches in one stretch mark the place a question
     is about. Only the rows already matched are looked at: the lift reorders them, it finds
-    nothing new (the neighbours column does that).
+    nothing new (the neighbours column does that). Ties keep the rowid order.
     """
     groups: dict[tuple[object, ...], list[tuple[int, float]]] = {}
     for row in rows:
@@ -389,18 +391,23 @@ def lift_nearby(rows: Sequence[tuple[object, ...]], weight: float) -> list[tuple
         if isinstance(line, int):
             key = (row[_FILE], row[_DATE], row[_SECTION])
             groups.setdefault(key, []).append((line, float(row[0])))  # type: ignore[arg-type]
+    for members in groups.values():
+        members.sort()
     lifted: list[tuple[float, int, tuple[object, ...]]] = []
     for row in rows:
         raw = float(row[0])  # type: ignore[arg-type]
         line = row[_LINE]
         if isinstance(line, int):
-            near = [
-                score
-                for other, score in groups[(row[_FILE], row[_DATE], row[_SECTION])]
-                if other != line and abs(other - line) <= NEARBY_LINES
-            ]
-            if near:
-                raw += weight * min(near)  # scores are negative: the best is the least
+            members = groups[(row[_FILE], row[_DATE], row[_SECTION])]
+            # Only the rows within reach are read: at most 2 x NEARBY_LINES + 1 lines.
+            first = bisect_left(members, (line - NEARBY_LINES, _NEG_INF))
+            best = 0.0
+            for other, score in members[first:]:
+                if other > line + NEARBY_LINES:
+                    break
+                if other != line:
+                    best = min(best, score)  # scores are negative: the best is the least
+            raw += weight * best
         lifted.append((raw, int(row[-1]), (raw, *row[1:])))  # type: ignore[call-overload]
     lifted.sort(key=lambda item: (item[0], item[1]))
     return [row for _, _, row in lifted]
