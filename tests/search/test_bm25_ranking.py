@@ -1,4 +1,5 @@
-"""How BM25 search ranks: neighbours' text as a low-weight column, dates named in the query."""
+"""How BM25 search ranks: neighbours' text as a low-weight column, dates named in the query,
+the speaker a query names and the matches around an entry."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.search import search
-from obsmem.search.bm25 import Ranking, query_speakers
+from obsmem.search.bm25 import NEARBY_LINES, Ranking, lift_nearby, query_speakers
 from obsmem.search.dates import DateSpan
 from obsmem.search.recall import Filters, search_entries
 from obsmem.settings import load_settings
@@ -195,3 +196,64 @@ def test_a_name_with_like_wildcards_is_matched_literally() -> None:
     ranking = Ranking(speakers=("A_n%",), speaker_boost=1.0)
     score, params = ranking.score_sql()
     assert "A\\_n\\%:%" in params and score.count("?") == len(params)
+
+
+NEARBY = """# Observations
+
+## 2026-03-01
+
+### Observations
+
+- 🟡 09:00 Hotel booked near the station, hotel paid
+- 🟡 09:10 Fixed the flaky login test
+- 🟡 09:20 Reviewed the metrics dashboard
+- 🟡 09:30 Cleaned up the old branches
+
+## 2026-03-02
+
+### Observations
+
+- 🟡 09:00 Booked the flights to Lisbon for the conference
+- 🟡 09:10 Renewed the TLS certificates
+- 🟡 09:20 Moved the weekly report to Mondays
+- 🟡 09:30 Wrote the incident review
+- 🟡 09:40 Hotel booked near the river
+"""
+
+
+def test_a_match_near_a_strong_match_ranks_above_a_lone_one(store: MemoryStore) -> None:
+    store.observations_path.write_text(NEARBY, encoding="utf-8")
+    question = "which hotel for the Lisbon conference"
+    # Alone, the station's line holds "hotel" twice and wins; the river's line is four lines
+    # below the conference's (beyond the neighbours column's two), and the lift raises it.
+    plain = texts(store, question, OM_SEARCH_NEARBY_WEIGHT="0")
+    assert plain[0].startswith("Booked the flights")
+    assert plain.index("Hotel booked near the station, hotel paid") < plain.index(
+        "Hotel booked near the river"
+    )
+    found = texts(store, question)
+    assert found[0].startswith("Booked the flights")
+    assert found.index("Hotel booked near the river") < found.index(
+        "Hotel booked near the station, hotel paid"
+    )
+
+
+def _row(score: float, line: int, date: str = "2026-03-01", file: str = "observations.md"):
+    """A result row as ``bm25_rows`` gives it: raw score, entry columns, rowid."""
+    columns: dict[str, object] = {"file": file, "line": line, "date": date, "section": "Obs"}
+    from obsmem.search.bm25 import ENTRY_COLUMNS
+
+    return (score, *(columns.get(name) for name in ENTRY_COLUMNS), line)
+
+
+def test_lift_nearby_counts_rows_of_the_same_file_day_and_reach_only() -> None:
+    strong = _row(-10.0, 10)
+    near = _row(-1.0, 10 + NEARBY_LINES)
+    far = _row(-1.5, 11 + 2 * NEARBY_LINES)  # out of reach of both
+    other_day = _row(-1.2, 11, date="2026-03-02")
+    other_file = _row(-1.1, 12, file="vault/page.md")
+    lifted = lift_nearby([strong, far, other_day, other_file, near], 0.5)
+    assert [row[-1] for row in lifted] == [10, 10 + NEARBY_LINES, 11 + 2 * NEARBY_LINES, 11, 12]
+    assert lifted[1][0] == -1.0 + 0.5 * -10.0  # the score carries the lift
+    assert lifted[0][0] == -10.0 + 0.5 * -1.0  # the strong row is lifted by its best neighbour
+    assert lifted[2][0] == -1.5 and lifted[3][0] == -1.2  # nothing within reach
