@@ -130,13 +130,6 @@ _TOKEN_RULES: tuple[_Rule, ...] = (
         group=1,
         anchor=".",
     ),
-    _Rule(
-        "telegram-bot",
-        # The bot id before the colon is public; the part after it is the secret.
-        re.compile(rf":(AA(?<=[0-9]{{8}}:AA)[{_B64URL}]{{33}})(?![{_B64URL}])"),
-        group=1,
-        anchor=":",
-    ),
     # Header tokens: the scheme word stays, the credential goes.
     _Rule(
         "bearer",
