@@ -307,6 +307,8 @@ def _may_hold_blob(text: str) -> bool:
 
 # Without one of these words (or enough colons) no form can be in a text.
 _FORM_WORDS = frozenset(TRIGGERS)
+_KEYWORD_SET = frozenset(KEYWORDS)
+_CASELESS_WORDS = frozenset(t for rule in _CASELESS_RULES for t in rule.triggers)
 # The look finds every trigger word of the header rules.
 assert {t for rule in _CASELESS_RULES for t in rule.triggers} <= set(HEADER_WORDS)
 
@@ -381,11 +383,12 @@ def _redact_once(
                 if (not anchor or anchor in text) and search(text) is not None:
                     text = _apply_rule(rule, text, counts)
     if words:
-        for rule in _CASELESS_RULES:
-            for trigger in rule.triggers:
-                if trigger in words:
-                    text = _apply_rule(rule, text, counts, low if text is original else None)
-                    break
+        if not words.isdisjoint(_CASELESS_WORDS):
+            for rule in _CASELESS_RULES:
+                for trigger in rule.triggers:
+                    if trigger in words:
+                        text = _apply_rule(rule, text, counts, low if text is original else None)
+                        break
         if "://" in words:
             text = _url_passwords(text, counts)
     # Where labels were put in, a pass looks for its words again.
@@ -395,7 +398,7 @@ def _redact_once(
         text = splice(text, redact_forms(text, low, counts, words))
     if text is not original:
         text = redact_assignments(text, counts)
-    elif not words.isdisjoint(KEYWORDS):
+    elif not words.isdisjoint(_KEYWORD_SET):
         text = redact_assignments(text, counts, low, words)
     if blobs and run and len(text) >= _BLOB_MIN and _may_hold_blob(text):
         text = _base64_blobs(text, counts)

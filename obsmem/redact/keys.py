@@ -96,6 +96,8 @@ _KEYWORDS = ("pass", "pwd", "secret", "token", "credential", "creds", "auth", "s
 #: Lowercase substrings one of which a text must hold for :func:`redact_assignments` to find
 #: anything in it.
 KEYWORDS = (*_KEYWORDS, "key")
+# As a set: ``isdisjoint`` with it looks up the few words a text holds, not each keyword.
+_KEYWORD_SET = frozenset(KEYWORDS)
 _KEY_BEFORE = re.compile(r"(?:api|access|private|auth|signing|encryption|master)[ _-]?\Z")
 _KEY_GLUED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
@@ -295,7 +297,7 @@ def redact_assignments(
     ``low`` is ``ascii_lower(text)`` when the caller has it already; ``present``, when given,
     holds every one of :data:`KEYWORDS` that occurs in ``low`` (and may hold other words).
     """
-    if present is not None and present.isdisjoint(KEYWORDS):
+    if present is not None and present.isdisjoint(_KEYWORD_SET):
         return text
     spans: list[tuple[int, int, str]] = []
     done = 0

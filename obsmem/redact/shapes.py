@@ -220,7 +220,8 @@ _TABLE: tuple[_Shape, ...] = (
 # pattern starts with that literal, for a fast search, and looks back for what comes before it:
 # the span starts ``back`` characters before the match (or is the match's group 1 when ``back``
 # is -1).
-_GATED: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
+_Gated = tuple[str, str, re.Pattern[str], int]
+_GATED: tuple[_Gated, ...] = (
     ("firebase", ":APA91b", re.compile(
         rf":APA91b(?<=AAAA[{_WD}]{{7}}:APA91b)[{_WD}]{{100,200}}"), 11),
     ("mailchimp", "-us", re.compile(rf"-us(?<=[0-9a-f]{{32}}-us)\d{{1,2}}(?![{_AN}])"), 32),
@@ -508,12 +509,29 @@ def _key_bodies(text: str, runs: list[tuple[int, int]]) -> list[Span]:
 def _gated(text: str, counts: Counter[str]) -> list[Span]:
     """The spans of the shapes of _GATED in ``text``, each counted in ``counts``."""
     spans: list[Span] = []
-    for kind, trigger, pattern, back in _GATED:
-        if trigger in text:
-            for m in pattern.finditer(text):
-                spans.append((*(m.span(1) if back < 0 else (m.start() - back, m.end())), kind))
-                counts[kind] += 1
+    for guard, entries in _GATED_GUARDS:
+        if guard in text:
+            for kind, trigger, pattern, back in entries:
+                if trigger is guard or trigger in text:
+                    for m in pattern.finditer(text):
+                        start, end = m.span(1) if back < 0 else (m.start() - back, m.end())
+                        spans.append((start, end, kind))
+                        counts[kind] += 1
     return spans
+
+
+def _guards() -> tuple[tuple[str, tuple[_Gated, ...]], ...]:
+    """The gated shapes by a part their triggers share ("A" * 10 for "A" * 22 too, ":A", ".a"),
+    so that a text without that part is ruled out for all of them with one look."""
+    shared = ("A" * 10, ":A", ".a")
+    groups: dict[str, list[_Gated]] = {}
+    for entry in _GATED:
+        guard = next((part for part in shared if part in entry[1]), entry[1])
+        groups.setdefault(guard, []).append(entry)
+    return tuple((guard, tuple(entries)) for guard, entries in groups.items())
+
+
+_GATED_GUARDS = _guards()
 
 
 def _take(found: list[Span], spans: list[Span], counts: Counter[str]) -> int:
