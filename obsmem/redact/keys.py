@@ -412,19 +412,28 @@ def _value_after(text: str, start: int, end: int, flag: bool) -> tuple[int, int,
     return vpos, max(vend, vpos), alone
 
 
-def _value_in_prose(text: str, pos: int) -> tuple[int, int, bool] | None:
-    """``password is <value>`` in a sentence: taken only when the word looks made up (letters
-    and digits mixed), so "the token is expired" or "the password is in 1Password" stay."""
-    sep = _SEP_PROSE.match(text, pos)
-    if sep is None:
+def _word_after(sep: re.Pattern[str], text: str, pos: int) -> tuple[int, int, str] | None:
+    """The word after ``sep`` at ``pos`` in a sentence, without the punctuation that ends the
+    sentence ("!" may be the password's own): its span and itself."""
+    found = sep.match(text, pos)
+    if found is None:
         return None
-    m = _BARE_PROSE.match(text, sep.end())
+    m = _BARE_PROSE.match(text, found.end())
     if m is None:
         return None
     vend = m.end()
-    while vend > m.start() and text[vend - 1] in ".,;:)]}":  # "!" may be the password's own
+    while vend > m.start() and text[vend - 1] in ".,;:)]}":
         vend -= 1
-    value = text[m.start() : vend]
+    return m.start(), vend, text[m.start() : vend]
+
+
+def _value_in_prose(text: str, pos: int) -> tuple[int, int, bool] | None:
+    """``password is <value>`` in a sentence: taken only when the word looks made up (letters
+    and digits mixed), so "the token is expired" or "the password is in 1Password" stay."""
+    word = _word_after(_SEP_PROSE, text, pos)
+    if word is None:
+        return None
+    start, end, value = word
     made_up = (
         len(value) >= 6
         and any(c.isdigit() for c in value)
@@ -432,7 +441,7 @@ def _value_in_prose(text: str, pos: int) -> tuple[int, int, bool] | None:
         and "://" not in value
         and not (value.startswith(("/", "./", "~/", "../")) and _path_like(value))
     )
-    return m.start(), vend, made_up
+    return start, end, made_up
 
 
 # ``vault write ... password S3cr3t-x9``: a value after the word with nothing between.
@@ -442,17 +451,11 @@ _SEP_BARE = re.compile(r"[ \t]{1,3}")
 def _bare_value(text: str, pos: int) -> tuple[int, int, bool] | None:
     """The word right after a password word with only a space between, taken only when it
     looks made up (``looks_random``): "the password field" and "password hunter" stay."""
-    sep = _SEP_BARE.match(text, pos)
-    if sep is None:
+    word = _word_after(_SEP_BARE, text, pos)
+    if word is None:
         return None
-    m = _BARE_PROSE.match(text, sep.end())
-    if m is None:
-        return None
-    vend = m.end()
-    while vend > m.start() and text[vend - 1] in ".,;:)]}":
-        vend -= 1
-    value = text[m.start() : vend]
-    return m.start(), vend, looks_random(value) and "=" not in value
+    start, end, value = word
+    return start, end, looks_random(value) and "=" not in value
 
 
 def splice(text: str, spans: list[tuple[int, int, str]]) -> str:
