@@ -4,7 +4,8 @@ Readers redact each turn as it leaves them (:func:`redact_turns`), ``om remember
 tools redact what they are given, search redacts transcript excerpts, and paths shown to the user
 pass through :func:`redact_path`. The rules live in one module per family: token shapes
 (``shapes``), keyed assignments and entropy (``keys``), file and command forms (``forms``),
-paths (``paths``); ``core`` runs them in order.
+paths (``paths``); ``look`` tells which of them can find anything in a text, and ``core`` runs
+them in order.
 """
 
 from __future__ import annotations

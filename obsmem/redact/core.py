@@ -26,9 +26,9 @@ length of the text.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -40,9 +40,8 @@ from obsmem.redact.keys import (
     redact_assignments,
     splice,
 )
+from obsmem.redact.look import HEADER_WORDS, has_run, look, looks, words_in
 from obsmem.redact.shapes import (
-    RUN_NEEDLE,
-    RUN_TABLE,
     SHAPE_KINDS,
     has_digit,
     mixed,
@@ -129,13 +128,6 @@ _TOKEN_RULES: tuple[_Rule, ...] = (
         re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{8,})"),
         group=1,
         anchor=".",
-    ),
-    _Rule(
-        "telegram-bot",
-        # The bot id before the colon is public; the part after it is the secret.
-        re.compile(rf":(AA(?<=[0-9]{{8}}:AA)[{_B64URL}]{{33}})(?![{_B64URL}])"),
-        group=1,
-        anchor=":",
     ),
     # Header tokens: the scheme word stays, the credential goes.
     _Rule(
@@ -313,116 +305,12 @@ def _may_hold_blob(text: str) -> bool:
     return False
 
 
-# --- What a text must hold for any pass to find anything -----------------------------------
-# Every token shape, gated shape, header rule, key body and blob is a run of at least 20 of the
-# characters of the shapes' runs (see obsmem.redact.shapes); the lines of a wrapped token may
-# each be shorter, hence a line break counts as a possible run too. A base64 blob is a longer
-# run still.
-
-
-def _has_run(text: str) -> bool:
-    """Whether ``text`` has a run of 20 token characters (cheap pre-check)."""
-    return text.encode("ascii", "replace").translate(RUN_TABLE).find(RUN_NEEDLE) != -1
-
-
-# Every trigger word of the other passes, all lowercase: the private, PEM and data URI spans,
-# the header rules, URL passwords, the command-line and file forms, the key assignments. They
-# are found once per text, and the passes are handed what was found.
-_TRIGGERS = sorted(
-    {
-        "<private",
-        "-----begin ",
-        "data:",
-        "://",
-        *(trigger for rule in _CASELESS_RULES for trigger in rule.triggers),
-        *TRIGGERS,
-        *KEYWORDS,
-    },
-    key=lambda word: (len(word), word),
-)
-# A word that holds a shorter one ("sshpass" holds "pass") is looked for only when that one
-# occurs: it cannot occur otherwise.
-_INSIDE: dict[str, tuple[str, ...]] = {}
-_OUTER: list[str] = []
-for _i, _word in enumerate(_TRIGGERS):
-    _holder = next((shorter for shorter in _TRIGGERS[:_i] if shorter in _word), None)
-    if _holder is None:
-        _OUTER.append(_word)
-    else:
-        _INSIDE[_holder] = (*_INSIDE.get(_holder, ()), _word)
-
-
-# Characters from the rarest in prose and code to the most common: each trigger word is looked
-# for from its rarest character, so the regex engine stops at few positions of a text.
-_RARITY = "<*=_zqjxkvbpgfmcu:-/7ywlhdrsnioate "
-
-
-def _anchored(words: list[str]) -> tuple[re.Pattern[str], dict[str, tuple[str, ...]]]:
-    """One regex that matches wherever one of ``words`` occurs, each word matched from its
-    rarest character (``k(?<=tok)en`` for "token"): a position holding none of those characters
-    costs the engine one table lookup. Also the words looked for from each character."""
-    by_anchor: dict[str, list[tuple[str, int]]] = {}
-    for word in words:
-        at = min(range(len(word)), key=lambda i: _RARITY.find(word[i]))
-        by_anchor.setdefault(word[at], []).append((word, at))
-    parts = []
-    for anchor, entries in sorted(by_anchor.items()):
-        branches = [
-            (f"(?<={re.escape(word[: at + 1])})" if at else "") + re.escape(word[at + 1 :])
-            for word, at in entries
-        ]
-        parts.append(re.escape(anchor) + "(?:" + "|".join(branches) + ")")
-    same = {anchor: tuple(word for word, _ in entries) for anchor, entries in by_anchor.items()}
-    return re.compile("|".join(parts)), same
-
-
-_OUTER_PATTERN, _SAME_ANCHOR = _anchored(_OUTER)
-_OUTER_SEARCH = _OUTER_PATTERN.search
-
-
-def _words_in(low: str, m: re.Match[str] | None = None) -> set[str]:
-    """The trigger words that occur in the lowercase text ``low`` (``m``: the first match of
-    the trigger regex in it, when the caller has it)."""
-    found: set[str] = set()
-    if m is None:
-        m = _OUTER_SEARCH(low)
-        if m is None:
-            return found
-    # Where the regex matched, a word looked for from that character occurs: those few words
-    # are then looked up one by one (two may match at one place, "mysqlcmd").
-    anchors = set()
-    while m is not None:
-        anchors.add(low[m.start()])
-        m = _OUTER_SEARCH(low, m.start() + 1)
-    for anchor in anchors:
-        for word in _SAME_ANCHOR[anchor]:
-            if word in low:
-                found.add(word)
-    more = [word for held in found if held in _INSIDE for word in _INSIDE[held]]
-    while more:
-        word = more.pop()
-        if word in low and word not in found:
-            found.add(word)
-            more.extend(_INSIDE.get(word, ()))
-    return found
-
-
 # Without one of these words (or enough colons) no form can be in a text.
 _FORM_WORDS = frozenset(TRIGGERS)
-
-
-def _look(text: str, low: str) -> tuple[set[str], bool] | None:
-    """What the passes need to know of ``text`` (``low`` its lowercase copy): the trigger words
-    in it, and whether it has a run of 20 token characters; None when no pass can find anything
-    there (no line break, no run, too few colons for a ``.pgpass`` line, no trigger word), as
-    in most short turns ("Running the tests.")."""
-    run = _has_run(text)
-    if run or "\n" in text or text.count(":") >= PGPASS_COLONS:
-        return _words_in(low), run
-    m = _OUTER_SEARCH(low)
-    if m is None:
-        return None
-    return _words_in(low, m), run
+_KEYWORD_SET = frozenset(KEYWORDS)
+_CASELESS_WORDS = frozenset(t for rule in _CASELESS_RULES for t in rule.triggers)
+# The look finds every trigger word of the header rules.
+assert {t for rule in _CASELESS_RULES for t in rule.triggers} <= set(HEADER_WORDS)
 
 
 def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
@@ -432,7 +320,7 @@ def redact_counts(text: str, *, blobs: bool = True) -> tuple[str, Counter[str]]:
     / ``data-uri``. Applying it twice changes nothing more (labels are never taken for secrets).
     """
     low = ascii_lower(text)
-    seen = _look(text, low)
+    seen = look(text, low)
     if seen is None:
         return text, Counter()
     return _redact(text, blobs, low, seen)
@@ -448,7 +336,7 @@ def _redact(
         # twice, until nothing changes. Only texts that held a secret pay for it.
         for _ in range(_MAX_AGAIN):
             low = ascii_lower(text)
-            again, more = _redact_once(text, blobs, low, _words_in(low), _has_run(text))
+            again, more = _redact_once(text, blobs, low, words_in(low), has_run(text))
             if again == text:
                 break
             text = again
@@ -484,22 +372,23 @@ def _redact_once(
     if "data:" in words and "data:" in text:
         text = _data_uris(text, counts)
     if text is not original:
-        run = _has_run(text)
+        run = has_run(text)
     if run or "\n" in text:
         spans = redact_shapes(text, counts)
         if spans:
             text = splice(text, spans)
-            run = _has_run(text)
+            run = has_run(text)
         if run:  # every header rule's match is a run of 20 too
             for anchor, search, rule in _CASED_SEARCHES:
                 if (not anchor or anchor in text) and search(text) is not None:
                     text = _apply_rule(rule, text, counts)
     if words:
-        for rule in _CASELESS_RULES:
-            for trigger in rule.triggers:
-                if trigger in words:
-                    text = _apply_rule(rule, text, counts, low if text is original else None)
-                    break
+        if not words.isdisjoint(_CASELESS_WORDS):
+            for rule in _CASELESS_RULES:
+                for trigger in rule.triggers:
+                    if trigger in words:
+                        text = _apply_rule(rule, text, counts, low if text is original else None)
+                        break
         if "://" in words:
             text = _url_passwords(text, counts)
     # Where labels were put in, a pass looks for its words again.
@@ -509,7 +398,7 @@ def _redact_once(
         text = splice(text, redact_forms(text, low, counts, words))
     if text is not original:
         text = redact_assignments(text, counts)
-    elif not words.isdisjoint(KEYWORDS):
+    elif not words.isdisjoint(_KEYWORD_SET):
         text = redact_assignments(text, counts, low, words)
     if blobs and run and len(text) >= _BLOB_MIN and _may_hold_blob(text):
         text = _base64_blobs(text, counts)
@@ -519,7 +408,7 @@ def _redact_once(
 def redact(text: str) -> str:
     """``text`` with secrets replaced by ``[REDACTED:<kind>]`` (see :func:`redact_counts`)."""
     low = ascii_lower(text)
-    seen = _look(text, low)
+    seen = look(text, low)
     if seen is None:
         return text  # without making the counts nobody asked for
     return _redact(text, True, low, seen)[0]
@@ -527,73 +416,11 @@ def redact(text: str) -> str:
 
 def redact_all(texts: Sequence[str]) -> list[str]:
     """``[redact(text) for text in texts]``, for less: the look every text gets first (trigger
-    words, runs of token characters) is taken once over all of them (see :func:`_looks`)."""
+    words, runs of token characters) is taken once over all of them (see :func:`looks`)."""
     out = list(texts)
-    for i, low, seen in _looks(out):
+    for i, low, seen in looks(out):
         out[i] = _redact(out[i], True, low, seen)[0]
     return out
-
-
-#: What joins the texts that :func:`_looks` looks at together: no trigger word holds it and it
-#: is no token character, so nothing it looks for can reach from one text into the next.
-_JOIN = "\x00"
-
-
-def _looks(texts: Sequence[str]) -> Iterator[tuple[int, str, tuple[set[str], bool]]]:
-    """``(i, low, seen)`` for each text that :func:`_look` does not rule out: its index, its
-    lowercase copy and what ``_look`` says of it, the same, found over all the texts at once.
-
-    The texts joined (each lowercased as on its own) are searched once for each trigger word
-    (``str.find``), and only a word found there is looked for again to tell which texts hold
-    it; the runs of token characters are found in one map of them all. For the thousands of
-    short turns of a transcript that is fewer steps than a look at each: the trigger regex
-    stops at every "c", "p" or "r" of a text, and each look is a few calls more. A word or a
-    run is the text's it starts in: none crosses a ``_JOIN``.
-    """
-    lows = [ascii_lower(text) for text in texts]
-    if len(texts) < _FEW:
-        for i, text in enumerate(texts):
-            seen = _look(text, lows[i])
-            if seen is not None:
-                yield i, lows[i], seen
-        return
-    starts: list[int] = []
-    at = 0
-    for text in texts:
-        starts.append(at)
-        at += len(text) + 1
-    runs: set[int] = set()
-    mask = _JOIN.join(texts).encode("ascii", "replace").translate(RUN_TABLE)
-    found = mask.find(RUN_NEEDLE)
-    while found != -1:
-        i = bisect_right(starts, found) - 1
-        runs.add(i)
-        found = mask.find(RUN_NEEDLE, starts[i + 1]) if i + 1 < len(texts) else -1
-    joined = _JOIN.join(lows)
-    words: dict[int, set[str]] = {}
-    todo = list(_OUTER)
-    while todo:
-        word = todo.pop()
-        found = joined.find(word)
-        if found == -1:
-            continue
-        todo.extend(_INSIDE.get(word, ()))
-        while found != -1:
-            i = bisect_right(starts, found) - 1
-            words.setdefault(i, set()).add(word)
-            found = joined.find(word, starts[i + 1]) if i + 1 < len(texts) else -1
-    for i, text in enumerate(texts):
-        held = words.get(i)
-        run = i in runs
-        if held is None:
-            if not run and "\n" not in text and text.count(":") < PGPASS_COLONS:
-                continue
-            held = set()
-        yield i, lows[i], (held, run)
-
-
-#: Below this many texts, :func:`_looks` looks at each on its own.
-_FEW = 4
 
 
 #: How far a cut looks around the word it falls in: past the longest token shape, and back far
@@ -634,7 +461,7 @@ def redact_turns(turns: Iterable[_HasText]) -> Counter[str]:
     """Redact each turn's ``text`` in place; returns the counts over all of them."""
     turns = list(turns)
     total: Counter[str] = Counter()
-    for i, low, seen in _looks([turn.text for turn in turns]):
+    for i, low, seen in looks([turn.text for turn in turns]):
         turns[i].text, counts = _redact(turns[i].text, True, low, seen)
         total.update(counts)
     return total

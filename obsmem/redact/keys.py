@@ -96,6 +96,8 @@ _KEYWORDS = ("pass", "pwd", "secret", "token", "credential", "creds", "auth", "s
 #: Lowercase substrings one of which a text must hold for :func:`redact_assignments` to find
 #: anything in it.
 KEYWORDS = (*_KEYWORDS, "key")
+# As a set: ``isdisjoint`` with it looks up the few words a text holds, not each keyword.
+_KEYWORD_SET = frozenset(KEYWORDS)
 _KEY_BEFORE = re.compile(r"(?:api|access|private|auth|signing|encryption|master)[ _-]?\Z")
 _KEY_GLUED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
@@ -221,12 +223,44 @@ _QUOTED = {
     "'": re.compile(r"'([^'\n]{1,1000})'"),
     "`": re.compile(r"`([^`\n]{1,1000})`"),
 }
+_XML_KEY = re.compile(r"key=\\?[\"']\Z")
+_SEP_XML = re.compile(r"[ \t]{1,10}value[ \t]{0,5}=[ \t]{0,5}(?=\\?[\"'])")
 _ESCAPED_QUOTED = re.compile(r'\\"((?:[^"\\\n]|\\[^"\n]){1,1000})\\"')
 _BARE_EQ = re.compile(r"[^\s\"'`\\;]{1,1000}")  # ";" ends a value in connection strings
 _BARE_QUERY = re.compile(r"[^\s\"'`\\&#]{1,1000}")
 _BARE_COLON = re.compile(r"[^\s,;}\]\"'`\\]{1,1000}")
 # What may follow a value that stands alone: end of line, a comment, or a closing bracket.
 _VALUE_END = re.compile(r"[ \t]*(?:$|[,;)}\]#\r\n\"']|//|\\[nr])", re.MULTILINE)
+
+
+# A key named in a sentence by a generic word and the word before it ("my service key is",
+# "the db pass is"): that word says which key, unless it is one that names no key at all.
+_PROSE_IS = re.compile(r"[ \t]{1,3}(?:is|was|will be|should be|set to)[ \t]")
+_PROSE_QUALIFIER = re.compile(r"[a-z][a-z0-9]{1,19}\Z")
+_NOT_QUALIFIERS = frozenset(
+    {
+        "the", "a", "an", "my", "your", "our", "their", "his", "her", "its", "this", "that",
+        "these", "those", "which", "what", "each", "every", "any", "no", "one", "first",
+        "second", "third", "last", "next", "final", "same", "other", "another", "new", "old",
+        "only", "whole", "full", "single", "double", "boarding", "hall", "free", "day", "season",
+    }
+)  # fmt: skip
+
+
+def _prose_key(low: str, start: int, core: str) -> tuple[str, bool] | None:
+    """The kind of ``key`` / ``pass`` at ``start`` named by the word before it in a sentence
+    ("my service key is ..."), always weak (only a random-looking value counts), or None."""
+    if core not in ("key", "pass") or start < 3 or low[start - 1] != " ":
+        return None
+    if _PROSE_IS.match(low, start + len(core)) is None:
+        return None
+    word = _PROSE_QUALIFIER.search(low, max(0, start - 21), start - 1)
+    if word is None or (word.start() > 0 and low[word.start() - 1] in _IDENT):
+        return None
+    if word.group() in _NOT_QUALIFIERS:
+        return None
+    judged = _key_kind(f"{word.group()}_{core}", False)
+    return None if judged is None else (judged[0], True)
 
 
 def _keyword_hits(low: str, present: set[str] | None) -> list[tuple[int, int]]:
@@ -248,6 +282,8 @@ def _keyword_hits(low: str, present: set[str] | None) -> list[tuple[int, int]]:
             hits.append((before.start(), at + 3))
         elif at > 0 and low[at - 1] in _KEY_GLUED:
             hits.append((at, at + 3))  # SERVICE_KEY, accountKey: judged by their value
+        elif at > 1 and low[at - 1] == " " and _PROSE_IS.match(low, at + 3) is not None:
+            hits.append((at, at + 3))  # "my license key is ...": judged with the word before
         at = low.find("key", at + 3)
     hits.sort()
     return hits
@@ -261,12 +297,14 @@ def redact_assignments(
     ``low`` is ``ascii_lower(text)`` when the caller has it already; ``present``, when given,
     holds every one of :data:`KEYWORDS` that occurs in ``low`` (and may hold other words).
     """
-    if present is not None and present.isdisjoint(KEYWORDS):
+    if present is not None and present.isdisjoint(_KEYWORD_SET):
         return text
     spans: list[tuple[int, int, str]] = []
     done = 0
     n = len(text)
-    for hit_start, hit_end in _keyword_hits(ascii_lower(text) if low is None else low, present):
+    if low is None:
+        low = ascii_lower(text)
+    for hit_start, hit_end in _keyword_hits(low, present):
         if hit_start < done:
             continue
         start = hit_start
@@ -283,9 +321,13 @@ def redact_assignments(
         flag = len(key) - len(core) >= 1 and (start == 0 or text[start - 1] in " \t\n'\"")
         judged = _key_kind(core, flag)
         if judged is None:
+            judged = _prose_key(low, start, core.lower())
+        if judged is None:
             continue
         kind, weak = judged
         found = _value_after(text, start, end, flag)
+        if found is None and kind == "password" and not weak and not flag:
+            found = _bare_value(text, end)
         if found is None:
             continue
         vstart, vend, standalone = found
@@ -315,6 +357,16 @@ def _value_after(text: str, start: int, end: int, flag: bool) -> tuple[int, int,
         pos += 2
     elif quote in ("'", '"') and text.startswith(quote, pos):
         pos += 1
+    if quote in ("'", '"') and _XML_KEY.search(text, max(0, start - 6), start) is not None:
+        # <add key="ClearTextPassword" value="..."/>: the value is the next attribute's.
+        sep = _SEP_XML.match(text, pos)
+        if sep is not None:
+            pos = sep.end()
+            if text.startswith('\\"', pos):
+                m = _ESCAPED_QUOTED.match(text, pos)
+            else:
+                m = _QUOTED[text[pos]].match(text, pos) if text[pos] in _QUOTED else None
+            return (m.start(1), m.end(1), True) if m else None
     colon = False
     if flag:
         sep = _SEP_FLAG.match(text, pos)
@@ -360,27 +412,50 @@ def _value_after(text: str, start: int, end: int, flag: bool) -> tuple[int, int,
     return vpos, max(vend, vpos), alone
 
 
-def _value_in_prose(text: str, pos: int) -> tuple[int, int, bool] | None:
-    """``password is <value>`` in a sentence: taken only when the word looks made up (letters
-    and digits mixed), so "the token is expired" or "the password is in 1Password" stay."""
-    sep = _SEP_PROSE.match(text, pos)
-    if sep is None:
+def _word_after(sep: re.Pattern[str], text: str, pos: int) -> tuple[int, int, str] | None:
+    """The word after ``sep`` at ``pos`` in a sentence, without the punctuation that ends the
+    sentence ("!" may be the password's own): its span and itself."""
+    found = sep.match(text, pos)
+    if found is None:
         return None
-    m = _BARE_PROSE.match(text, sep.end())
+    m = _BARE_PROSE.match(text, found.end())
     if m is None:
         return None
     vend = m.end()
-    while vend > m.start() and text[vend - 1] in ".,;:)]}":  # "!" may be the password's own
+    while vend > m.start() and text[vend - 1] in ".,;:)]}":
         vend -= 1
-    value = text[m.start() : vend]
+    return m.start(), vend, text[m.start() : vend]
+
+
+def _value_in_prose(text: str, pos: int) -> tuple[int, int, bool] | None:
+    """``password is <value>`` in a sentence: taken only when the word looks made up (letters
+    and digits mixed), so "the token is expired" or "the password is in 1Password" stay."""
+    word = _word_after(_SEP_PROSE, text, pos)
+    if word is None:
+        return None
+    start, end, value = word
     made_up = (
         len(value) >= 6
         and any(c.isdigit() for c in value)
         and any(c.isalpha() for c in value)
         and "://" not in value
-        and not value.startswith(("/", "./", "~/", "../"))
+        and not (value.startswith(("/", "./", "~/", "../")) and _path_like(value))
     )
-    return m.start(), vend, made_up
+    return start, end, made_up
+
+
+# ``vault write ... password S3cr3t-x9``: a value after the word with nothing between.
+_SEP_BARE = re.compile(r"[ \t]{1,3}")
+
+
+def _bare_value(text: str, pos: int) -> tuple[int, int, bool] | None:
+    """The word right after a password word with only a space between, taken only when it
+    looks made up (``looks_random``): "the password field" and "password hunter" stay."""
+    word = _word_after(_SEP_BARE, text, pos)
+    if word is None:
+        return None
+    start, end, value = word
+    return start, end, looks_random(value) and "=" not in value
 
 
 def splice(text: str, spans: list[tuple[int, int, str]]) -> str:

@@ -220,7 +220,8 @@ _TABLE: tuple[_Shape, ...] = (
 # pattern starts with that literal, for a fast search, and looks back for what comes before it:
 # the span starts ``back`` characters before the match (or is the match's group 1 when ``back``
 # is -1).
-_GATED: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
+_Gated = tuple[str, str, re.Pattern[str], int]
+_GATED: tuple[_Gated, ...] = (
     ("firebase", ":APA91b", re.compile(
         rf":APA91b(?<=AAAA[{_WD}]{{7}}:APA91b)[{_WD}]{{100,200}}"), 11),
     ("mailchimp", "-us", re.compile(rf"-us(?<=[0-9a-f]{{32}}-us)\d{{1,2}}(?![{_AN}])"), 32),
@@ -233,6 +234,9 @@ _GATED: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
     ("authress", ".acc", re.compile(
         rf"(?<![{_AN}])(?:sc|ext|scauth|authress)_[{_AN}]{{5,30}}\.[{_AN}]{{4,6}}\.acc[_-]"
         rf"[a-z0-9-]{{10,32}}\.[a-z0-9+/_=-]{{30,120}}"), 0),
+    # The bot id before the colon is public; the part after it is the secret.
+    ("telegram-bot", ":AA", re.compile(
+        rf":(AA(?<=[0-9]{{8}}:AA)[{_WD}]{{33}})(?![{_WD}])"), -1),
     ("facebook", "|", re.compile(rf"\|(?<=[0-9]{{15}}\|)([{_WD}]{{27,40}})(?![{_WD}])"), -1),
     ("twitter", "A" * 22, re.compile(r"A{22}(?<![A-Za-z0-9]A{22})[A-Za-z0-9%]{60,120}"), 0),
     ("dropbox", "A" * 10, re.compile(rf"A{{10}}(?<=[a-z0-9]{{11}}A{{10}})[{_WD}=]{{43}}"), 11),
@@ -374,41 +378,79 @@ _WRAP_JOIN = re.compile(
 )
 
 
+def _alternate_joins(text: str) -> list[str]:
+    """``text`` with every other wrap point (:data:`_WRAP_JOIN`) joined, and with the others:
+    a token cut once is joined there while the lines before and after it stay apart, so a shape
+    that ends at a line break (its end is what tells it: ``-us12``, ``_mmk``) is not glued to
+    the next line's word as it is when every wrap point is joined."""
+    parts = _WRAP_JOIN.split(text)
+    if len(parts) <= 2:
+        return []
+    breaks = _WRAP_JOIN.findall(text)
+    variants = []
+    for keep in (0, 1):
+        out = [parts[0]]
+        for j, gap in enumerate(breaks):
+            if j % 2 == keep:
+                out.append(gap)
+            out.append(parts[j + 1])
+        variants.append("".join(out))
+    return variants
+
+
 def _wrapped_gated(text: str, counts: Counter[str]) -> list[Span]:
-    """The gated shapes found only once the lines are joined: each wrapped token's two parts."""
+    """The gated shapes found only once the lines are joined: each wrapped token's parts."""
     joined = _WRAP_JOIN.sub("", text)
     if joined == text:
         return []
+    # A trigger in a partly joined text is in the wholly joined one too (no trigger holds a
+    # line break): most texts stop here, before any partial join is made.
+    gated = [entry for entry in _GATED if entry[1] in joined]
+    if not gated:
+        return []
+    variants = [joined, *_alternate_joins(text)]
     spans: list[Span] = []
-    for kind, trigger, pattern, back in _GATED:
-        if trigger not in joined:
-            continue
-        for m in pattern.finditer(joined):
-            secret = (
-                joined[m.start(1) : m.end(1)] if back < 0 else joined[m.start() - back : m.end()]
-            )
-            if secret in text or len(secret) < 12:
-                continue  # found whole already
-            start = text.find(secret[:8])
-            if start == -1:
+    seen: set[str] = set()
+    for kind, trigger, pattern, back in gated:
+        for variant in variants:
+            if trigger not in variant:
                 continue
-            gaps: list[tuple[int, int]] = []
-            pos, i = start, 0
-            while i < len(secret) and pos < len(text):
-                if text[pos] == secret[i]:
-                    i, pos = i + 1, pos + 1
-                    continue
-                gap = _WRAP_JOIN.match(text, pos)
-                if gap is None:
-                    break
-                gaps.append(gap.span())
-                pos = gap.end()
-            if i < len(secret):
-                continue
-            bounds = [start, *[b for gap_span in gaps for b in gap_span], pos]
-            spans.extend((bounds[j], bounds[j + 1], kind) for j in range(0, len(bounds), 2))
-            counts[kind] += 1
+            for m in pattern.finditer(variant):
+                secret = (
+                    variant[m.start(1) : m.end(1)]
+                    if back < 0
+                    else variant[m.start() - back : m.end()]
+                )
+                if secret in text or len(secret) < 12 or secret in seen:
+                    continue  # found whole already, or in another join
+                found = _unwrap(text, secret, kind)
+                if found:
+                    seen.add(secret)
+                    spans.extend(found)
+                    counts[kind] += 1
     return spans
+
+
+def _unwrap(text: str, secret: str, kind: str) -> list[Span]:
+    """The spans of ``text`` that ``secret`` is made of once wrap points are skipped."""
+    start = text.find(secret[:8])
+    if start == -1:
+        return []
+    gaps: list[tuple[int, int]] = []
+    pos, i = start, 0
+    while i < len(secret) and pos < len(text):
+        if text[pos] == secret[i]:
+            i, pos = i + 1, pos + 1
+            continue
+        gap = _WRAP_JOIN.match(text, pos)
+        if gap is None:
+            break
+        gaps.append(gap.span())
+        pos = gap.end()
+    if i < len(secret):
+        return []
+    bounds = [start, *[b for gap_span in gaps for b in gap_span], pos]
+    return [(bounds[j], bounds[j + 1], kind) for j in range(0, len(bounds), 2)]
 
 
 def _judge(shape: _Shape, token: str) -> str | None:
@@ -467,12 +509,29 @@ def _key_bodies(text: str, runs: list[tuple[int, int]]) -> list[Span]:
 def _gated(text: str, counts: Counter[str]) -> list[Span]:
     """The spans of the shapes of _GATED in ``text``, each counted in ``counts``."""
     spans: list[Span] = []
-    for kind, trigger, pattern, back in _GATED:
-        if trigger in text:
-            for m in pattern.finditer(text):
-                spans.append((*(m.span(1) if back < 0 else (m.start() - back, m.end())), kind))
-                counts[kind] += 1
+    for guard, entries in _GATED_GUARDS:
+        if guard in text:
+            for kind, trigger, pattern, back in entries:
+                if trigger is guard or trigger in text:
+                    for m in pattern.finditer(text):
+                        start, end = m.span(1) if back < 0 else (m.start() - back, m.end())
+                        spans.append((start, end, kind))
+                        counts[kind] += 1
     return spans
+
+
+def _guards() -> tuple[tuple[str, tuple[_Gated, ...]], ...]:
+    """The gated shapes by a part their triggers share ("A" * 10 for "A" * 22 too, ":A", ".a"),
+    so that a text without that part is ruled out for all of them with one look."""
+    shared = ("A" * 10, ":A", ".a")
+    groups: dict[str, list[_Gated]] = {}
+    for entry in _GATED:
+        guard = next((part for part in shared if part in entry[1]), entry[1])
+        groups.setdefault(guard, []).append(entry)
+    return tuple((guard, tuple(entries)) for guard, entries in groups.items())
+
+
+_GATED_GUARDS = _guards()
 
 
 def _take(found: list[Span], spans: list[Span], counts: Counter[str]) -> int:

@@ -9,12 +9,13 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from obsmem.redact import redact, redact_all, redact_counts, redact_turns
+from obsmem.redact import look, redact, redact_all, redact_counts, redact_turns
 from obsmem.sources.registry import reader_for
 
 from .secret_kinds import BENIGN, KINDS, carriers
@@ -102,3 +103,26 @@ def test_edge_batches(texts: list[str]) -> None:
 def test_a_key_wrapped_into_short_lines_is_redacted_in_a_batch() -> None:
     wrapped = "AAAA0123456:APA91b\n" + "abcdefghij1234567\n" * 7
     assert redact_all(["done", wrapped, "ok", "thanks"])[1] == "[REDACTED:firebase]\n" * 8
+
+
+def _looked(texts: list[str]) -> list[tuple[int, str, list[str], bool]]:
+    return [(i, low, sorted(words), run) for i, low, (words, run) in look.looks(texts)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_text(), min_size=4, max_size=40))
+def test_the_automaton_and_the_finds_see_the_same(texts: list[str]) -> None:
+    pytest.importorskip("ahocorasick_rs")
+    seen = _looked(texts)
+    with patch.object(look, "_automaton", lambda: None):
+        assert _looked(texts) == seen  # the fallback without the compiled dependency
+    with patch.object(look, "_WINDOW", 7):
+        assert _looked(texts) == seen  # words cut by a window's end are found whole
+
+
+def test_the_whole_corpus_is_looked_at_the_same_without_the_automaton() -> None:
+    texts = list(_pieces())
+    seen = _looked(texts)
+    with patch.object(look, "_automaton", lambda: None):
+        assert _looked(texts) == seen
+        assert redact_all(texts) == [redact(text) for text in texts]

@@ -8,8 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from obsmem.redact import redact, redact_counts
-from obsmem.redact.core import _TRIGGERS, _look, _words_in
 from obsmem.redact.keys import ascii_lower
+from obsmem.redact.look import TRIGGER_WORDS as _TRIGGERS
+from obsmem.redact.look import look as _look
+from obsmem.redact.look import words_in as _words_in
 
 
 def _naive(low: str) -> set[str]:
