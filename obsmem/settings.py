@@ -234,6 +234,13 @@ SPECS: tuple[SettingSpec, ...] = (
         "The k of reciprocal rank fusion (an entry at rank r earns weight / (k + r)).",
     ),
     SettingSpec(
+        "OM_SEARCH_VECTOR_CONTEXT_WEIGHT",
+        "search_vector_context_weight",
+        _float_range(0.0, 10.0),
+        1.0,
+        "Hybrid search: an entry's cosine plus this x its neighbours' mean cosine; 0: off.",
+    ),
+    SettingSpec(
         "OM_SEARCH_WINNER_RATIO",
         "search_winner_ratio",
         _float_range(0.0, 1000.0),
@@ -510,6 +517,7 @@ class Settings:
     search_bm25_weight: float = 1.0
     search_vector_weight: float = 0.3
     search_rrf_k: float = 20.0
+    search_vector_context_weight: float = 1.0
     search_winner_ratio: float = 2.0
     search_importance_boost: float = 0.05
     search_recency_boost: float = 0.05

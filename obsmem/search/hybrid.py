@@ -11,11 +11,13 @@ How one query is answered (``hybrid_rows``):
    and one line on stderr says how many and how to embed them (``om reindex``). When the query
    cannot be embedded (an endpoint down), the search goes on with BM25 alone and says so once.
 2. Two candidate lists of ``POOL`` entries: BM25 (FTS5, as ``om search`` with BM25 only) and
-   cosine similarity over every entry's vector. With filters (``where``), both lists hold only
-   entries that meet them: BM25 tests them inside its query; the vector ranking is tested in
-   rounds (``FILTER_ROUNDS``: its best 200, the next 800, the next 3,200 for a pool of 50, each
-   round one lookup by rowid) until ``POOL`` pass, and only a narrower filter has the entries
-   it keeps fetched (a scan of the entries) and ranked alone.
+   cosine similarity over every entry's vector, plus ``OM_SEARCH_VECTOR_CONTEXT_WEIGHT`` times
+   the mean cosine of its neighbours (the entries just before and after it in its day or
+   section; ``vectors.with_context``), so an answer is found next to its question. With filters
+   (``where``), both lists hold only entries that meet them: BM25 tests them inside its query;
+   the vector ranking is tested in rounds (``FILTER_ROUNDS``: its best 200, the next 800, the
+   next 3,200 for a pool of 50, each round one lookup by rowid) until ``POOL`` pass, and only a
+   narrower filter has the entries it keeps fetched (a scan of the entries) and ranked alone.
 3. Reciprocal rank fusion: an entry at rank r (1-based) of a list with weight w earns
    ``w / (k + r)``, summed over the lists (k = 20, ``OM_SEARCH_RRF_K``; weights
    ``OM_SEARCH_BM25_WEIGHT`` and ``OM_SEARCH_VECTOR_WEIGHT``).
@@ -164,12 +166,13 @@ def _semantic(
     query: str,
     embedder: Embedder,
     pool: int,
+    settings: Settings,
     where: Where | None = None,
 ) -> list[tuple[int, float]] | None:
     """The vector ranking for ``query``, or None when the query cannot be embedded."""
     from obsmem.search.embeddings import notice
 
-    vectors = VectorStore(conn, embedder)
+    vectors = VectorStore(conn, embedder, settings.search_vector_context_weight)
     try:
         query_vector = embedder.embed([query])[0]
     except Exception as exc:  # an endpoint or a model failing must not fail the search
@@ -265,7 +268,9 @@ def hybrid_rows(
     pool = max(POOL, limit * 3, top * 2)
     ranking = Ranking.for_query(query, settings, today)
     keyword = bm25_rows(conn, expression, pool, ranking, where)
-    semantic = _semantic(conn, query, embedder, pool, where) if embedder is not None else None
+    semantic = (
+        _semantic(conn, query, embedder, pool, settings, where) if embedder is not None else None
+    )
     rows: dict[int, tuple[object, ...]] = {int(str(row[-1])): row for row in keyword}
     if semantic is None:
         scores = {rowid: 0.0 - float(str(row[0])) for rowid, row in rows.items()}

@@ -14,6 +14,13 @@ the same step. An entry edited by hand between two updates has no vector until t
 ``rank`` leaves it out (BM25 still finds it) and ``unembedded`` counts it. Vault copies of
 observations get no vector of their own: the original is ranked instead.
 
+Neighbours (``context_weight``): an entry's score can take in the mean cosine of the entries
+just before and after it in its file and day (observations) or section (``CONTEXT_WIDTH`` on
+each side, linked once per snapshot by ``neighbour_positions``). The cosine of a sum of vectors
+is the sum of their cosines, so this ranks as if each entry had been embedded with its
+neighbours' vectors added, without embedding anything again: an answer ("Three times a week")
+rarely says what it answers, and the line before it does. Vectors stay one per text.
+
 Large memories (``TWO_STAGE_FROM`` entries or more) are ranked in two stages, because one
 product over every full vector reads the whole matrix (150 MB at 100,000 entries), which is
 most of a warm query's time. The vectors' ``REDUCED_DIMS`` principal directions (of the stored
@@ -21,7 +28,9 @@ vectors themselves, computed once per snapshot) give each entry a short vector; 
 short vector scores every entry approximately, and the best ``CANDIDATES`` (at least 20 times
 the number asked for) are scored again exactly. The exact ranking of those is the result: on
 real sentence embeddings, what the approximation keeps out of the candidates is almost never
-in the exact top (docs/architecture.md, Search). Filtered rankings (``among``) stay exact.
+in the exact top (docs/architecture.md, Search). Filtered rankings (``among``) stay exact. With
+neighbours, both stages take them in: the short scores of every entry, then the exact ones of
+the candidates, from their own and their neighbours' exact cosines.
 
 In-process cache: a long-lived process (an MCP server) asks many queries on one open connection.
 ``sync`` and ``rank`` would otherwise re-read every entry and vector and re-hash every text per
@@ -54,16 +63,22 @@ __all__ = [
     "CANDIDATES",
     "REDUCED_DIMS",
     "TWO_STAGE_FROM",
+    "Neighbours",
     "VectorStore",
     "clear_cache",
     "count_unembedded",
     "embed_missing",
     "embed_text",
+    "neighbour_positions",
     "principal_directions",
     "text_hash",
     "top_positions",
     "two_stage_top",
+    "with_context",
 ]
+
+#: How many entries on each side of an entry count as its neighbours in the vector ranking.
+CONTEXT_WIDTH = 1
 
 #: Texts embedded per model call and per write transaction while catching up.
 _BATCH = 256
@@ -197,6 +212,89 @@ def _write(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[object, ...]
         ) from exc
 
 
+# Entries in file order with what groups them as neighbours: the day for observations and
+# archives, the section for the other files (as ``schema.neighbour_context`` groups them).
+_NEIGHBOUR_SQL = """
+SELECT e.rowid, e.file,
+       CASE WHEN e.kind IN ('observation', 'archive') THEN 'd' || coalesce(e.date, '')
+            ELSE 's' || coalesce(e.section, '') END
+FROM entries AS e ORDER BY e.file, e.line, e.rowid
+"""
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Each matrix row's neighbours (``neighbour_positions``), ready for ``with_context``.
+
+    ``links`` holds one row per place beside an entry (the nearest before, the nearest after,
+    then the next ones out), each giving a matrix row, or the matrix's length where there is
+    none (a padding score of 0 sits there); ``share`` is 1 / how many neighbours a row has (0
+    for none), so that the mean is a few gathers, a sum and a product.
+    """
+
+    links: npt.NDArray[np.intp]
+    share: npt.NDArray[np.float32]
+
+
+def neighbour_positions(
+    conn: sqlite3.Connection, rowids: Sequence[int], width: int = 1
+) -> Neighbours:
+    """For each of ``rowids`` (the rows of a vector matrix, ascending), the matrix rows of the
+    ``width`` entries on each side of it in its file and group (day or section)."""
+    import numpy as np
+
+    at = {rowid: i for i, rowid in enumerate(rowids)}
+    none = len(rowids)
+    links = np.full((2 * width, none), none, dtype=np.intp)
+    group: list[int] = []  # the current group's rows, in file order
+    last: tuple[object, object] | None = None
+    for rowid, file, key in conn.execute(_NEIGHBOUR_SQL):
+        if (file, key) != last:
+            group = []
+        last = (file, key)
+        here = at.get(int(rowid), none)
+        # A neighbour with no vector (a vault copy, an entry not embedded yet) links nothing:
+        # it takes its place, so the rows beyond it are no nearer.
+        for step in range(1, width + 1):
+            if step <= len(group) and here != none and (there := group[-step]) != none:
+                links[2 * step - 2, here] = there
+                links[2 * step - 1, there] = here
+        group.append(here)
+    count = (links != none).sum(axis=0).astype(np.float32)
+    share = np.divide(1.0, count, out=np.zeros(none, dtype=np.float32), where=count > 0)
+    return Neighbours(links, share)
+
+
+def with_context(
+    scores: npt.NDArray[np.float32],
+    neighbours: Neighbours,
+    weight: float,
+    rows: npt.NDArray[np.intp] | None = None,
+) -> npt.NDArray[np.float32]:
+    """``scores`` plus ``weight`` times the mean score of each row's neighbours (those it has).
+
+    Adding a neighbour's cosine is the cosine of the entry's vector plus the neighbour's, so
+    this is an embedding of the entry with its context at no embedding cost. ``rows`` limits it
+    to those rows (the others are returned unchanged); their neighbours' scores must be set.
+    """
+    import numpy as np
+
+    if weight <= 0.0:
+        return scores
+    padded = np.append(scores, np.float32(0.0))
+    links = neighbours.links if rows is None else neighbours.links[:, rows]
+    near = padded[links[0]]
+    for place in links[1:]:
+        near += padded[place]
+    share = neighbours.share if rows is None else neighbours.share[rows]
+    if rows is None:
+        out: npt.NDArray[np.float32] = scores + np.float32(weight) * share * near
+        return out
+    padded[rows] += np.float32(weight) * share * near
+    result: npt.NDArray[np.float32] = padded[:-1]
+    return result
+
+
 @dataclass
 class _Snapshot:
     """What ``VectorStore`` knows of one connection's index at one ``state`` (module doc)."""
@@ -211,6 +309,8 @@ class _Snapshot:
     # entry's short vector, computed on first use.
     basis: npt.NDArray[np.float32] | None = None
     reduced: npt.NDArray[np.float32] | None = None
+    # Each row's neighbours (``neighbour_positions``), read on first use with a context weight.
+    neighbours: Neighbours | None = None
 
 
 # One snapshot per model name. It holds its connection so that identity checks stay sound.
@@ -269,19 +369,34 @@ def two_stage_top(
     query: npt.NDArray[np.float32],
     limit: int,
     candidates: int,
+    *,
+    neighbours: Neighbours | None = None,
+    context_weight: float = 0.0,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """The ``limit`` best rows of ``matrix`` for ``query`` among the ``candidates`` best by the
     approximate scores of ``reduced`` (``principal_directions``), best first, ties to the lower
-    row; and the scores array, exact at those rows."""
+    row; and the scores array, exact at those rows. With ``neighbours`` and a
+    ``context_weight``, scores take in the neighbours' (``with_context``) in both stages."""
     import numpy as np
 
     approx = reduced @ (query @ basis)
+    context = neighbours is not None and context_weight > 0.0
+    if context:
+        assert neighbours is not None
+        approx = with_context(approx, neighbours, context_weight)
     if candidates < len(approx):
         picked = np.sort(np.argpartition(-approx, candidates - 1)[:candidates])
     else:
         picked = np.arange(len(approx))
     scores = np.zeros(len(approx), dtype=np.float32)
-    scores[picked] = matrix[picked] @ query
+    if context:
+        assert neighbours is not None
+        near = neighbours.links[:, picked].ravel()
+        needed = np.union1d(picked, near[near < len(approx)])
+        scores[needed] = matrix[needed] @ query
+        scores = with_context(scores, neighbours, context_weight, rows=picked)
+    else:
+        scores[picked] = matrix[picked] @ query
     return top_positions(picked, scores, limit), scores
 
 
@@ -291,9 +406,13 @@ class VectorStore:
     Vectors are stored normalised, so cosine similarity is a dot product.
     """
 
-    def __init__(self, conn: sqlite3.Connection, embedder: Embedder) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, embedder: Embedder, context_weight: float = 0.0
+    ) -> None:
         self.conn = conn
         self.embedder = embedder
+        # With a weight, an entry's score takes in its neighbours' (``with_context``).
+        self.context_weight = context_weight
 
     def _state(self) -> tuple[int, int]:
         version = self.conn.execute("PRAGMA data_version").fetchone()[0]
@@ -350,6 +469,8 @@ class VectorStore:
         if among is None and len(rowids) >= TWO_STAGE_FROM and candidates < len(rowids) // 2:
             return self._two_stage(snap, query, limit, candidates)
         scores = matrix @ query
+        if self.context_weight > 0.0:
+            scores = with_context(scores, self._neighbours(snap), self.context_weight)
         positions = np.arange(len(rowids))
         if among is not None:
             wanted = np.fromiter(among, dtype=np.int64, count=len(among))
@@ -368,10 +489,24 @@ class VectorStore:
         assert snap.rowids is not None and snap.matrix is not None
         if snap.basis is None or snap.reduced is None:
             snap.basis, snap.reduced = principal_directions(snap.matrix, REDUCED_DIMS)
+        neighbours = self._neighbours(snap) if self.context_weight > 0.0 else None
         order, scores = two_stage_top(
-            snap.matrix, snap.basis, snap.reduced, query, limit, candidates
+            snap.matrix,
+            snap.basis,
+            snap.reduced,
+            query,
+            limit,
+            candidates,
+            neighbours=neighbours,
+            context_weight=self.context_weight,
         )
         return [(snap.rowids[int(i)], float(scores[int(i)])) for i in order]
+
+    def _neighbours(self, snap: _Snapshot) -> Neighbours:
+        if snap.neighbours is None:
+            assert snap.rowids is not None
+            snap.neighbours = neighbour_positions(self.conn, snap.rowids, CONTEXT_WIDTH)
+        return snap.neighbours
 
     def unembedded(self) -> int:
         """How many entries have no vector under this model (they are left out of ``rank``)."""
