@@ -24,7 +24,6 @@ from obsmem.context.rendered import (
     AGENTS,
     DEFAULT_BUDGET,
     Request,
-    fast_main,
     project_for,
     stdin_cwd,
 )
@@ -50,7 +49,6 @@ __all__ = [
     "ContextEntry",
     "answer",
     "build_context",
-    "fast_main",
     "hook_output",
     "load_entries",
     "project_for",

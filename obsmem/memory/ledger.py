@@ -116,15 +116,17 @@ class _Parsed:
     def copy(self) -> _Parsed:
         return _Parsed(dict(self.provenance), dict(self.forgotten), self.bad)
 
-    def feed(self, data: bytes, *, unfinished: bool = False) -> _Parsed:
+    def feed(self, data: bytes) -> _Parsed:
         """Apply ``data``'s lines in order (the last entry of an id wins); returns ``self``.
 
-        ``unfinished``: ``data`` is a last line without its ending. Another process may be
-        writing it right now (a read can see half of an append), so it counts when whole and
-        is not counted as unreadable; a line torn by a crash counts once the next append ends it.
+        A last line without its ending counts when it is whole and is never counted as
+        unreadable: another process may be writing it right now (a read can see half of an
+        append); a line torn by a crash counts once the next append ends it.
         """
         provenance, forgotten = self.provenance, self.forgotten
-        for raw in data.split(b"\n"):
+        pieces = data.split(b"\n")
+        unfinished = len(pieces) - 1  # the piece after the last line ending
+        for at, raw in enumerate(pieces):
             if not raw.strip():
                 continue
             try:
@@ -142,15 +144,14 @@ class _Parsed:
                 forgotten.pop(obs_id, None)
             except (ValueError, KeyError, TypeError, RecursionError):
                 # RecursionError: a garbage line of deeply nested brackets stops json's decoder.
-                self.bad += not unfinished
+                self.bad += at != unfinished
         return self
 
 
 def _scan(data: bytes) -> tuple[dict[str, Provenance], dict[str, str], int]:
     """Every id's last provenance, the ids whose last entry is a tombstone (with its time), and
     the number of lines that could not be read."""
-    end = data.rfind(b"\n") + 1
-    parsed = _Parsed().feed(data[:end]).feed(data[end:], unfinished=True)
+    parsed = _Parsed().feed(data)
     return parsed.provenance, parsed.forgotten, parsed.bad
 
 
@@ -208,7 +209,7 @@ def _parsed_locked(path: Path) -> _Parsed:
         tail.offset = end
         tail.digest = _digest(memoryview(data)[:end])
     _TAILS[key] = tail
-    return tail.parsed.copy().feed(data[end:], unfinished=True)
+    return tail.parsed.copy().feed(data[end:])
 
 
 def read_ledger(

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 __all__ = [
     "KEYWORDS",
+    "KEYWORD_SET",
     "ascii_lower",
     "is_placeholder",
     "label",
@@ -97,7 +98,8 @@ _KEYWORDS = ("pass", "pwd", "secret", "token", "credential", "creds", "auth", "s
 #: anything in it.
 KEYWORDS = (*_KEYWORDS, "key")
 # As a set: ``isdisjoint`` with it looks up the few words a text holds, not each keyword.
-_KEYWORD_SET = frozenset(KEYWORDS)
+#: The same words as a set, for the cheap "may this text hold one" checks.
+KEYWORD_SET = frozenset(KEYWORDS)
 _KEY_BEFORE = re.compile(r"(?:api|access|private|auth|signing|encryption|master)[ _-]?\Z")
 _KEY_GLUED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
@@ -297,7 +299,7 @@ def redact_assignments(
     ``low`` is ``ascii_lower(text)`` when the caller has it already; ``present``, when given,
     holds every one of :data:`KEYWORDS` that occurs in ``low`` (and may hold other words).
     """
-    if present is not None and present.isdisjoint(_KEYWORD_SET):
+    if present is not None and present.isdisjoint(KEYWORD_SET):
         return text
     spans: list[tuple[int, int, str]] = []
     done = 0

@@ -228,13 +228,8 @@ def _record(record: dict[str, Any], line: Line, session: _Session) -> None:
     if not isinstance(kind, str):
         session.skipped[f"unknown type: {clip(str(kind), 40)}"] += 1
         return
-    if kind == "message":
-        message = record.get("message")
-        if isinstance(message, dict):
-            _message(message, record, line, session)
-        else:
-            session.skipped["message without body"] += 1
-    elif kind == "session":
+    # Messages never come here: the read loop routes them to _message itself.
+    if kind == "session":
         session.header(record)
     elif kind in _SUMMARY_TYPES:
         summary = record.get("summary")

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from obsmem.context.rendered import fast_main
 from obsmem.context.startup import (
     ABOUT,
     CHARS_PER_TOKEN,
@@ -23,7 +24,6 @@ from obsmem.context.startup import (
     RECENT,
     ContextEntry,
     build_context,
-    fast_main,
     hook_output,
     load_entries,
     project_for,
