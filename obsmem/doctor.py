@@ -283,7 +283,6 @@ def _check_search_backend(store: MemoryStore, environ: Mapping[str, str] | None)
     reported from ``model_failures``. A reranker is loaded only from a local folder, never
     downloaded.
     """
-    import time
 
     from obsmem.search import model_failures
     from obsmem.search.embeddings import backend_status, hybrid_expected
@@ -295,7 +294,7 @@ def _check_search_backend(store: MemoryStore, environ: Mapping[str, str] | None)
     kind, reason = backend_status(settings)
     failure = model_failures.remembered(settings) if kind == "hybrid" else None
     if failure is not None:
-        when = time.strftime("%H:%M", time.localtime(failure["retry_at"]))
+        when = model_failures.retry_time(failure)
         detail = (
             f"hybrid search is off until {when} (or until the model files change): the "
             f"embedding model did not load: {failure['reason']}"

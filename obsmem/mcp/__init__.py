@@ -99,13 +99,20 @@ def run(
     resident = Resident(store, host="MCP server", environ=environ, index=index).start()
     try:
         if not http:
-            srv.serve_stdio(srv.build_server(environ=environ, index=index, forward=resident.ask))
+            srv.serve_stdio(
+                srv.build_server(store=store, environ=environ, index=index, forward=resident.ask)
+            )
             return
         secret, generated = resolve_token(token)
         if generated:
             say(f"om mcp: bearer token for this run (set OM_MCP_TOKEN to fix one): {secret}")
         app = srv.build_server(
-            environ=environ, host=host, port=port, index=index, forward=resident.ask
+            store=store,
+            environ=environ,
+            host=host,
+            port=port,
+            index=index,
+            forward=resident.ask,
         )
         from obsmem.settings import load_settings
 

@@ -386,19 +386,23 @@ def lift_nearby(rows: Sequence[tuple[object, ...]], weight: float) -> list[tuple
     nothing new (the neighbours column does that). Ties keep the rowid order.
     """
     groups: dict[tuple[object, ...], list[tuple[int, float]]] = {}
+    # Each row's line and group, or None for a row without a line.
+    placed: list[tuple[int, list[tuple[int, float]]] | None] = []
     for row in rows:
         line = row[_LINE]
         if isinstance(line, int):
-            key = (row[_FILE], row[_DATE], row[_SECTION])
-            groups.setdefault(key, []).append((line, float(row[0])))  # type: ignore[arg-type]
+            members = groups.setdefault((row[_FILE], row[_DATE], row[_SECTION]), [])
+            members.append((line, float(row[0])))  # type: ignore[arg-type]
+            placed.append((line, members))
+        else:
+            placed.append(None)
     for members in groups.values():
         members.sort()
     lifted: list[tuple[float, int, tuple[object, ...]]] = []
-    for row in rows:
+    for row, place in zip(rows, placed, strict=True):
         raw = float(row[0])  # type: ignore[arg-type]
-        line = row[_LINE]
-        if isinstance(line, int):
-            members = groups[(row[_FILE], row[_DATE], row[_SECTION])]
+        if place is not None:
+            line, members = place
             # Only the rows within reach are read: at most 2 x NEARBY_LINES + 1 lines.
             first = bisect_left(members, (line - NEARBY_LINES, _NEG_INF))
             best = 0.0

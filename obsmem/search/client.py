@@ -304,23 +304,22 @@ def _start(path: str, settings: Settings, *, replacing: bool = False) -> str | N
 
     if not settings.rerank_model and backend_status(settings)[0] != "hybrid":
         return None  # no model a daemon could load: the search says why itself
-    note = failure_note(settings)
-    if note is not None and not settings.rerank_model:
-        return f"{note}; {_BM25}"  # a daemon would fail the same way: none is started
+    from obsmem.search.model_failures import known_to_fail
+
+    if known_to_fail(settings):
+        return f"{failure_note(settings)}; {_BM25}"  # a daemon would fail the same way
     start_daemon(path, replacing=replacing)
     return WARMING_NOTE
 
 
 def failure_note(settings: Settings) -> str | None:
     """Why hybrid search is off for a while (``model_failures``), or None when it is not."""
-    import time
-
-    from obsmem.search.model_failures import remembered
+    from obsmem.search.model_failures import remembered, retry_time
 
     known = remembered(settings)
     if known is None:
         return None
-    when = time.strftime("%H:%M", time.localtime(known["retry_at"]))
+    when = retry_time(known)
     return (
         f"hybrid search is off: {known['reason']} (tried again after {when} or once the model "
         "files change; see `om doctor`)"
@@ -334,7 +333,9 @@ def ask_to_embed(store: MemoryStore, settings: Settings) -> bool:
     path = paths.search_socket(str(store.index_path))
     if private_dir_problem(os.path.dirname(path), create=True) is not None:
         return False
-    if failure_note(settings) is not None:
+    from obsmem.search.model_failures import remembered
+
+    if remembered(settings) is not None:
         return False  # nobody can load the model; the caller reports why
     message = {"protocol": PROTOCOL, "op": "embed", "key": handshake_key(store, settings)}
     try:

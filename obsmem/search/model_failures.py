@@ -35,7 +35,15 @@ if TYPE_CHECKING:
 
     from obsmem.settings import Settings
 
-__all__ = ["FILE_NAME", "RETRY_SECONDS", "forget", "remember", "remembered"]
+__all__ = [
+    "FILE_NAME",
+    "RETRY_SECONDS",
+    "forget",
+    "known_to_fail",
+    "remember",
+    "remembered",
+    "retry_time",
+]
 
 #: How long a failure is trusted before a search daemon tries the model again.
 RETRY_SECONDS = 600.0
@@ -134,6 +142,17 @@ def remembered(
         return None
     reason = str(record.get("reason") or "the embedding model did not load")
     return {"reason": reason, "at": record["at"], "retry_at": record["at"] + RETRY_SECONDS}
+
+
+def retry_time(failure: Mapping[str, Any]) -> str:
+    """When a remembered failure (``remembered``) is tried again, as local ``HH:MM``."""
+    return time.strftime("%H:%M", time.localtime(failure["retry_at"]))
+
+
+def known_to_fail(settings: Settings) -> bool:
+    """True while the embedding model is remembered as failing and no reranker needs a model
+    process anyway: a daemon started now would only fail the same way."""
+    return not settings.rerank_model and remembered(settings) is not None
 
 
 def remember(settings: Settings, reason: str, environ: Mapping[str, str] | None = None) -> None:

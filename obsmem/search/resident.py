@@ -55,14 +55,6 @@ def wanted(settings: Settings) -> bool:
     return settings.search_daemon == "on" and needs_local_model(settings)
 
 
-def _known_to_fail(settings: Settings) -> bool:
-    """True while the embedding model is remembered as failing (``model_failures``) and there
-    is no reranker to keep loaded: serving would only fail the same way."""
-    from obsmem.search.client import failure_note
-
-    return not settings.rerank_model and failure_note(settings) is not None
-
-
 class Resident:
     """Serve the search socket from this process while it runs (module doc).
 
@@ -158,7 +150,9 @@ class Resident:
                 log(f"{self.host}: settings unreadable ({exc}); trying again later")
                 settings = None
             self._settings = settings
-            if settings is not None and wanted(settings) and not _known_to_fail(settings):
+            from obsmem.search.model_failures import known_to_fail
+
+            if settings is not None and wanted(settings) and not known_to_fail(settings):
                 if self._index is None:
                     from obsmem.search.recall import KeptIndex
 
