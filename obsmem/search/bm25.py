@@ -94,6 +94,7 @@ __all__ = [
     "Scored",
     "Where",
     "bm25_rows",
+    "date_condition",
     "distinct_rows",
     "for_cold_process",
     "hit_from_row",
@@ -236,17 +237,9 @@ class Ranking:
         params: list[object] = [TEXT_WEIGHT, SECTION_WEIGHT, self.context_weight]
         score = "bm25(entries_fts, ?, ?, ?)"
         if self.dated:
-            tests: list[str] = []
-            for span in self.dates:
-                for column in ("e.date", "e.referenced_date"):
-                    if span.month is not None:
-                        tests.append(f"substr({column}, 5, 4) = ?")
-                        params.append(f"-{span.month:02d}-")
-                    else:
-                        tests.append(f"substr({column}, 1, 10) BETWEEN ? AND ?")
-                        params += [span.start, span.end]
-            score += f" * (CASE WHEN {' OR '.join(tests)} THEN ? ELSE 1.0 END)"
-            params.append(1.0 + self.date_boost)
+            within, date_params = date_condition(self.dates)
+            score += f" * (CASE WHEN {within} THEN ? ELSE 1.0 END)"
+            params += [*date_params, 1.0 + self.date_boost]
         if self.by_speaker:
             # LIKE is case-blind for ASCII; the label is matched at the start of the text only.
             labels = " OR ".join("e.text LIKE ? ESCAPE '\\'" for _ in self.speakers)
@@ -254,6 +247,23 @@ class Ranking:
             params += [_like_prefix(name) + ":%" for name in self.speakers]
             params.append(1.0 + self.speaker_boost)
         return score, params
+
+
+def date_condition(spans: Sequence[DateSpan]) -> tuple[str, list[object]]:
+    """An SQL condition over ``entries AS e`` (and its parameters): the entry is dated within
+    one of ``spans``, by its day or by the date its message referred to. ``spans`` is not empty.
+    """
+    tests: list[str] = []
+    params: list[object] = []
+    for span in spans:
+        for column in ("e.date", "e.referenced_date"):
+            if span.month is not None:
+                tests.append(f"substr({column}, 5, 4) = ?")
+                params.append(f"-{span.month:02d}-")
+            else:
+                tests.append(f"substr({column}, 1, 10) BETWEEN ? AND ?")
+                params += [span.start, span.end]
+    return " OR ".join(tests), params
 
 
 def _like_prefix(text: str) -> str:
