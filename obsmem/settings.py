@@ -241,6 +241,13 @@ SPECS: tuple[SettingSpec, ...] = (
         "Hybrid search: an entry's cosine plus this x its neighbours' mean cosine; 0: off.",
     ),
     SettingSpec(
+        "OM_SEARCH_VECTOR_DATE_BOOST",
+        "search_vector_date_boost",
+        _float_range(0.0, 100.0),
+        0.25,
+        "Hybrid search: a query naming a date scores its entries cosine x (1 + this); 0: off.",
+    ),
+    SettingSpec(
         "OM_SEARCH_WINNER_RATIO",
         "search_winner_ratio",
         _float_range(0.0, 1000.0),
@@ -518,6 +525,7 @@ class Settings:
     search_vector_weight: float = 0.3
     search_rrf_k: float = 20.0
     search_vector_context_weight: float = 1.0
+    search_vector_date_boost: float = 0.25
     search_winner_ratio: float = 2.0
     search_importance_boost: float = 0.05
     search_recency_boost: float = 0.05

@@ -13,7 +13,11 @@ How one query is answered (``hybrid_rows``):
 2. Two candidate lists of ``POOL`` entries: BM25 (FTS5, as ``om search`` with BM25 only) and
    cosine similarity over every entry's vector, plus ``OM_SEARCH_VECTOR_CONTEXT_WEIGHT`` times
    the mean cosine of its neighbours (the entries just before and after it in its day or
-   section; ``vectors.with_context``), so an answer is found next to its question. With filters
+   section; ``vectors.with_context``), so an answer is found next to its question. When the
+   query names a date (``dates.query_dates``), the vector ranking takes it in as BM25 does:
+   entries dated within it have their score raised by ``OM_SEARCH_VECTOR_DATE_BOOST`` times its
+   size, re-sorted from a ranking ``DATED_DEPTH`` times the pool deep (``date_boosted``), so an
+   entry of that day that the question's words miss still enters the pool. With filters
    (``where``), both lists hold only entries that meet them: BM25 tests them inside its query;
    the vector ranking is tested in rounds (``FILTER_ROUNDS``: its best 200, the next 800, the
    next 3,200 for a pool of 50, each round one lookup by rowid) until ``POOL`` pass, and only a
@@ -40,7 +44,7 @@ is how BM25-only search is reranked.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import date as Date
 from typing import TYPE_CHECKING
 
@@ -51,9 +55,11 @@ from obsmem.search.bm25 import (
     Scored,
     Where,
     bm25_rows,
+    date_condition,
     distinct_rows,
     hit_from_row,
 )
+from obsmem.search.dates import DateSpan, query_dates
 from obsmem.search.vectors import VectorStore, embed_text
 
 if TYPE_CHECKING:
@@ -65,10 +71,12 @@ if TYPE_CHECKING:
     from obsmem.settings import Settings
 
 __all__ = [
+    "DATED_DEPTH",
     "FILTER_ROUNDS",
     "POOL",
     "boost",
     "clear_winner",
+    "date_boosted",
     "fused_order",
     "hybrid_query",
     "hybrid_rows",
@@ -81,6 +89,9 @@ POOL = 50
 #: tested against them: a filter that keeps a quarter of the memory is usually done in the
 #: first, and one that keeps under about one entry in 80 ends with a scan instead.
 FILTER_ROUNDS: tuple[int, ...] = (4, 16, 64)
+#: With a date in the query, the vector ranking is read this many times the pool deep before the
+#: date boost re-sorts it, so that an entry of that date from further down can enter the pool.
+DATED_DEPTH = 4
 #: Rowids per ``IN (...)`` test, below SQLite's smallest limit on parameters (999).
 _CHUNK = 500
 
@@ -140,6 +151,24 @@ def boost(
     return score * factor
 
 
+def date_boosted(
+    ranked: Sequence[tuple[int, float]], dated: Collection[int], weight: float, limit: int
+) -> list[tuple[int, float]]:
+    """The first ``limit`` of a vector ranking once the ``dated`` entries' scores are raised by
+    ``weight`` times their size, re-sorted (ties: lower rowid first).
+
+    ``ranked`` is (rowid, score), best first. The size, not the score, is multiplied so that a
+    score below 0 is raised too.
+    """
+    if weight <= 0.0 or not dated:
+        return list(ranked[:limit])
+    raised = [
+        (rowid, score + weight * abs(score) if rowid in dated else score) for rowid, score in ranked
+    ]
+    raised.sort(key=lambda item: (-item[1], item[0]))
+    return raised[:limit]
+
+
 def fused_order(scores: Mapping[int, float], pinned: int | None = None) -> list[int]:
     """Ids by descending score (ties: lower id first), with ``pinned`` moved to the front."""
     order = sorted(scores, key=lambda item: (-scores[item], item))
@@ -168,8 +197,14 @@ def _semantic(
     pool: int,
     settings: Settings,
     where: Where | None = None,
+    dates: Sequence[DateSpan] = (),
 ) -> list[tuple[int, float]] | None:
-    """The vector ranking for ``query``, or None when the query cannot be embedded."""
+    """The vector ranking for ``query``, or None when the query cannot be embedded.
+
+    With ``dates`` (those the query names), entries dated within them are raised by
+    ``OM_SEARCH_VECTOR_DATE_BOOST`` (``date_boosted``), from a ranking ``DATED_DEPTH`` times
+    deeper (without filters; with them, among the ``pool`` that pass).
+    """
     from obsmem.search.embeddings import notice
 
     vectors = VectorStore(conn, embedder, settings.search_vector_context_weight)
@@ -179,10 +214,16 @@ def _semantic(
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         notice(f"hybrid search unavailable (cannot embed the query: {detail}); using BM25 only")
         return None
+    boost = settings.search_vector_date_boost if dates else 0.0
     if where is None:
-        ranked = vectors.rank_vector(query_vector, pool)
+        depth = pool * DATED_DEPTH if boost > 0 else pool
+        ranked = vectors.rank_vector(query_vector, depth, exact_for=pool)
     else:
+        # Filters already read the ranking in rounds; the boost re-sorts what passes them.
         ranked = _filtered_ranking(conn, vectors, query_vector, pool, where)
+    if boost > 0:
+        dated = _passing(conn, [rowid for rowid, _ in ranked], *date_condition(dates))
+        ranked = date_boosted(ranked, dated, boost, pool)
     missing = vectors.unembedded()
     if missing:
         notice(
@@ -192,6 +233,19 @@ def _semantic(
             "reindex --embed`)"
         )
     return ranked
+
+
+def _passing(
+    conn: sqlite3.Connection, rowids: Sequence[int], condition: str, params: Sequence[object]
+) -> set[int]:
+    """Those of ``rowids`` whose entries meet ``condition`` (over ``entries AS e``)."""
+    found: set[int] = set()
+    for first in range(0, len(rowids), _CHUNK):
+        chunk = list(rowids[first : first + _CHUNK])
+        marks = ", ".join("?" for _ in chunk)
+        sql = f"SELECT e.rowid FROM entries AS e WHERE e.rowid IN ({marks}) AND ({condition})"
+        found.update(int(rowid) for (rowid,) in conn.execute(sql, [*chunk, *params]))
+    return found
 
 
 def _filtered_ranking(
@@ -212,12 +266,7 @@ def _filtered_ranking(
             break
         tested = ranked[start : start + size]
         start += size
-        passing: set[int] = set()
-        for first in range(0, len(tested), _CHUNK):
-            chunk = [rowid for rowid, _ in tested[first : first + _CHUNK]]
-            marks = ", ".join("?" for _ in chunk)
-            sql = f"SELECT e.rowid FROM entries AS e WHERE e.rowid IN ({marks}) AND ({condition})"
-            passing.update(int(rowid) for (rowid,) in conn.execute(sql, [*chunk, *params]))
+        passing = _passing(conn, [rowid for rowid, _ in tested], condition, params)
         kept += [(rowid, score) for rowid, score in tested if rowid in passing]
     # Enough passed, or every entry with a vector was tested: ``kept`` is the answer.
     if len(kept) >= pool or len(ranked) < sum(sizes):
@@ -268,9 +317,13 @@ def hybrid_rows(
     pool = max(POOL, limit * 3, top * 2)
     ranking = Ranking.for_query(query, settings, today)
     keyword = bm25_rows(conn, expression, pool, ranking, where)
-    semantic = (
-        _semantic(conn, query, embedder, pool, settings, where) if embedder is not None else None
-    )
+    semantic = None
+    if embedder is not None:
+        # The dates BM25 is scored by, or when its date boost is off, the query's own.
+        dates = ranking.dates or (
+            tuple(query_dates(query, today)) if settings.search_vector_date_boost > 0 else ()
+        )
+        semantic = _semantic(conn, query, embedder, pool, settings, where, dates)
     rows: dict[int, tuple[object, ...]] = {int(str(row[-1])): row for row in keyword}
     if semantic is None:
         scores = {rowid: 0.0 - float(str(row[0])) for rowid, row in rows.items()}

@@ -454,10 +454,15 @@ class VectorStore:
         query: npt.NDArray[np.float32],
         limit: int,
         among: Collection[int] | None = None,
+        *,
+        exact_for: int | None = None,
     ) -> list[tuple[int, float]]:
         """``rank`` for a query already embedded by this store's embedder.
 
         ``among``, when given, holds the only entry rowids that may be ranked (search filters).
+        ``exact_for`` (default ``limit``): a two-stage ranking passes as many candidates to the
+        exact stage as for this many results, so a longer list read for re-sorting (hybrid
+        search's date boost) costs no more exact scoring than the list it is cut to.
         """
         import numpy as np
 
@@ -465,7 +470,7 @@ class VectorStore:
         if not snap.rowids or snap.matrix is None:
             return []
         rowids, matrix = snap.rowids, snap.matrix
-        candidates = max(CANDIDATES, 20 * limit)
+        candidates = max(CANDIDATES, 20 * (exact_for or limit), limit)
         if among is None and len(rowids) >= TWO_STAGE_FROM and candidates < len(rowids) // 2:
             return self._two_stage(snap, query, limit, candidates)
         scores = matrix @ query
