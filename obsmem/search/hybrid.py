@@ -319,10 +319,10 @@ def hybrid_rows(
     keyword = bm25_rows(conn, expression, pool, ranking, where)
     semantic = None
     if embedder is not None:
-        # The dates BM25 is scored by, or when its date boost is off, the query's own.
-        dates = ranking.dates or (
-            tuple(query_dates(query, today)) if settings.search_vector_date_boost > 0 else ()
-        )
+        # The dates BM25 was scored by (read once), or the query's own when BM25's boost is off.
+        dates = ranking.dates
+        if settings.search_date_boost <= 0 and settings.search_vector_date_boost > 0:
+            dates = tuple(query_dates(query, today))
         semantic = _semantic(conn, query, embedder, pool, settings, where, dates)
     rows: dict[int, tuple[object, ...]] = {int(str(row[-1])): row for row in keyword}
     if semantic is None:

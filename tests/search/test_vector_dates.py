@@ -134,8 +134,10 @@ def test_an_entry_of_the_named_date_below_the_pool_is_found_first(
         refresh(store, conn)
         VectorStore(conn, embedder).sync()
 
-        def top(boost: str) -> list[str]:
-            settings = load_settings({**base, "OM_SEARCH_VECTOR_DATE_BOOST": boost})
+        def top(boost: str, bm25_boost: str = "1") -> list[str]:
+            settings = load_settings(
+                {**base, "OM_SEARCH_VECTOR_DATE_BOOST": boost, "OM_SEARCH_DATE_BOOST": bm25_boost}
+            )
             rows = hybrid_rows(
                 conn, query, expression, 10, embedder, settings, today=Date(2026, 12, 2)
             )
@@ -144,6 +146,8 @@ def test_an_entry_of_the_named_date_below_the_pool_is_found_first(
         assert "note 180" not in top("0")
         # cos(0.4) x 1.25 = 1.15: above every other note's cosine (at most 1).
         assert top("0.25")[0] == "note 180"
+        # BM25's own date boost off, the vector ranking still reads the query's date.
+        assert top("0.25", bm25_boost="0")[0] == "note 180"
         # A query without a date is not reordered.
         settings = load_settings({**base, "OM_SEARCH_VECTOR_DATE_BOOST": "0.25"})
         plain = hybrid_rows(conn, "what happened", "what OR happened", 10, embedder, settings)
