@@ -1,0 +1,381 @@
+"""Fusion-stage ideas on LoCoMo, replayed over the candidate lists hybrid search computes.
+
+Usage: python bench/fusion_replay.py --data PATH --embed-cache DIR [--check] [--json]
+
+Each conversation is indexed and embedded as ``locomo_recall.py`` does; for each question the
+two candidate lists ``hybrid_rows`` fuses are taken once from the product, deeper than it uses
+them: BM25's rows with the nearby lift off (``bm25_rows``, 300) and the vector ranking
+(``hybrid._semantic``, 300, date boost off). The fusion is then replayed with the product's
+own pieces (``lift_nearby``, ``date_boosted``, ``rrf_fuse``, ``boost``, ``clear_winner``,
+``fused_order``, ``distinct_rows``) under each idea and knob value, in milliseconds rather than
+a full run per value; every idea but ``vector-date`` is measured on top of the settings.
+``--check`` first asserts that the replay with the settings' values gives, for every question,
+the same ten entries as ``search()`` (the product's path).
+
+Ideas (each one knob; values listed with 1.0 / 0 meaning "as the product does"):
+
+- ``fused-nearby``: the nearby lift (``lift_nearby``'s rule: + w x the best score within
+  ``NEARBY_LINES`` lines, same file, day and section) on the fused scores, with BM25's own lift
+  kept (``+bm25``) or off (``only``).
+- ``day-decay``: the n-th entry of one file and day in the fused order has its score x d^(n-1).
+- ``day-cap``: at most m entries of one file and day before the others.
+- ``day-prior``: each entry's fused score x (1 + w x its day's best three fused scores summed,
+  over the best day's).
+- ``mmr``: maximal marginal relevance over the fused top 30 (lambda x rank score - (1 - lambda)
+  x the highest cosine to an entry already taken), on the entries' own vectors.
+- ``vector-date``: ``OM_SEARCH_VECTOR_DATE_BOOST`` (``date_boosted``), the one kept.
+- ``fused-date``: the fused score x (1 + b) for entries of the query's date.
+
+Each idea is scored like ``locomo_recall.py --sweep``: turn R@5 / R@10 overall, per category and
+per conversation for each value, and leave-one-conversation-out over the values (``Fold``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date as Date
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from locomo_recall import (
+    KS,
+    Fold,
+    embed_cache,
+    expand,
+    index_conversation,
+    load_conversation,
+    recall_at,
+    render_sweep,
+)
+
+from obsmem.index.db import using_index
+from obsmem.index.query import fts_query
+from obsmem.memory.store import MemoryStore
+from obsmem.search import hybrid, search
+from obsmem.search.bm25 import (
+    ROW_SQL,
+    Ranking,
+    bm25_rows,
+    date_condition,
+    distinct_rows,
+    lift_nearby,
+)
+from obsmem.search.dates import query_dates
+from obsmem.search.embeddings import Embedder, packaged_model_folder, resolve_backend
+from obsmem.search.indexing import embed_index
+from obsmem.search.vectors import VectorStore
+from obsmem.settings import Settings, load_settings
+
+#: How deep each candidate list is read once per question (the product fuses 50 of each).
+DEPTH = 300
+Row = tuple[object, ...]
+_FILE, _LINE, _DATE, _SECTION, _ID = 3, 4, 5, 10, 1  # result row columns (raw score first)
+
+
+@dataclass
+class Lists:
+    """One question's candidates: BM25's raw rows, the vector ranking, their rows, its dates."""
+
+    keyword: list[Row]
+    semantic: list[tuple[int, float]]
+    rows: dict[int, Row]
+    dated: set[int]
+    vectors: Mapping[int, Any]
+
+
+Scores = dict[int, float]
+#: An idea at one value: (the lists, the fusion's inputs) -> fused scores before the winner.
+Idea = Callable[
+    [Lists, float], tuple[list[Row], list[tuple[int, float]], Callable[[Scores], Scores]]
+]
+
+
+def product_lists(
+    lists: Lists, settings: Settings, vector_date: float | None = None
+) -> tuple[list[Row], list[tuple[int, float]]]:
+    """What ``hybrid_rows`` fuses: BM25's first ``POOL`` rows lifted, and the vector ranking's
+    first ``POOL`` after its date boost (``vector_date``, default the setting's)."""
+    keyword = lift_nearby(lists.keyword[: hybrid.POOL], settings.search_nearby_weight)
+    weight = settings.search_vector_date_boost if vector_date is None else vector_date
+    depth = hybrid.POOL * hybrid.DATED_DEPTH if weight > 0 and lists.dated else hybrid.POOL
+    semantic = hybrid.date_boosted(lists.semantic[:depth], lists.dated, weight, hybrid.POOL)
+    return keyword, semantic
+
+
+def _same(scores: Scores) -> Scores:
+    return scores
+
+
+def fuse(
+    lists: Lists, settings: Settings, idea: Idea | None = None, value: float = 0.0
+) -> list[int]:
+    """The rowids of ``hybrid_rows``'s fusion over ``lists``, changed by ``idea`` at ``value``;
+    best first, vault copies dropped."""
+    keyword, semantic = product_lists(lists, settings)
+    post: Callable[[Scores], Scores] = _same
+    if idea is not None:
+        keyword, semantic, post = idea(lists, value)
+    fused = hybrid.rrf_fuse(
+        [[int(str(row[-1])) for row in keyword], [rowid for rowid, _ in semantic]],
+        [settings.search_bm25_weight, settings.search_vector_weight],
+        settings.search_rrf_k,
+    )
+    today = Date.today()
+    scores = {
+        rowid: hybrid.boost(
+            score,
+            hybrid._importance(lists.rows[rowid][9]),
+            hybrid._age_days(lists.rows[rowid][5], today),
+            importance_weight=settings.search_importance_boost,
+            recency_weight=settings.search_recency_boost,
+            half_life_days=settings.search_recency_half_life_days,
+        )
+        for rowid, score in fused.items()
+    }
+    scores = post(scores)
+    bm25_scores = [0.0 - float(str(row[0])) for row in keyword]
+    winner = hybrid.clear_winner(bm25_scores, settings.search_winner_ratio)
+    pinned = int(str(keyword[0][-1])) if winner else None
+    order = hybrid.fused_order(scores, pinned)
+    kept = distinct_rows([lists.rows[rowid] for rowid in order], max(KS))
+    return [int(str(row[-1])) for row in kept]
+
+
+def _group(row: Row) -> tuple[object, ...]:
+    return (row[_FILE], row[_DATE], row[_SECTION])
+
+
+def _fused_nearby(keep_bm25: bool, settings: Settings) -> Idea:
+    def idea(lists: Lists, weight: float) -> Any:
+        keyword, semantic = product_lists(lists, settings)
+        if not keep_bm25:
+            keyword = lists.keyword[: hybrid.POOL]
+
+        def post(scores: Scores) -> Scores:
+            # lift_nearby on negated scores: it takes lower-is-better raw scores first.
+            rows = [(-score, *lists.rows[rowid][1:]) for rowid, score in scores.items()]
+            return {int(str(row[-1])): -float(str(row[0])) for row in lift_nearby(rows, weight)}
+
+        return keyword, semantic, post
+
+    return idea
+
+
+def _reorder(settings: Settings, change: Callable[[Lists, Scores, float], Scores]) -> Idea:
+    def idea(lists: Lists, value: float) -> Any:
+        keyword, semantic = product_lists(lists, settings)
+        return keyword, semantic, lambda scores: change(lists, scores, value)
+
+    return idea
+
+
+def _ordered(scores: Scores) -> list[int]:
+    return sorted(scores, key=lambda rowid: (-scores[rowid], rowid))
+
+
+def day_decay(lists: Lists, scores: Scores, factor: float) -> Scores:
+    """The n-th entry of a day in the fused order scores x factor^(n-1)."""
+    seen: dict[tuple[object, ...], int] = defaultdict(int)
+    out: Scores = {}
+    for rowid in _ordered(scores):
+        key = _group(lists.rows[rowid])[:2]
+        out[rowid] = scores[rowid] * factor ** seen[key]
+        seen[key] += 1
+    return out
+
+
+def day_cap(lists: Lists, scores: Scores, cap: float) -> Scores:
+    """At most ``cap`` entries of a day, then the others, each part in fused order."""
+    seen: dict[tuple[object, ...], int] = defaultdict(int)
+    first: list[int] = []
+    rest: list[int] = []
+    for rowid in _ordered(scores):
+        key = _group(lists.rows[rowid])[:2]
+        (first if seen[key] < cap else rest).append(rowid)
+        seen[key] += 1
+    order = first + rest
+    return {rowid: float(len(order) - place) for place, rowid in enumerate(order)}
+
+
+def day_prior(lists: Lists, scores: Scores, weight: float) -> Scores:
+    """Each entry raised by its day's best three fused scores (relative to the best day's)."""
+    by_day: dict[tuple[object, ...], list[float]] = defaultdict(list)
+    for rowid, score in scores.items():
+        by_day[_group(lists.rows[rowid])[:2]].append(score)
+    strength = {day: sum(sorted(values, reverse=True)[:3]) for day, values in by_day.items()}
+    best = max(strength.values(), default=1.0) or 1.0
+    return {
+        rowid: score * (1 + weight * strength[_group(lists.rows[rowid])[:2]] / best)
+        for rowid, score in scores.items()
+    }
+
+
+def mmr(lists: Lists, scores: Scores, lam: float, depth: int = 30) -> Scores:
+    """Maximal marginal relevance over the fused top ``depth`` (rank score 1 down to 0)."""
+    order = _ordered(scores)
+    head = order[:depth]
+    relevance = {rowid: 1.0 - place / depth for place, rowid in enumerate(head)}
+    chosen = head[:1]
+    left = head[1:]
+    while left and len(chosen) < max(KS):
+
+        def value(rowid: int) -> float:
+            vec = lists.vectors.get(rowid)
+            sims = [float(vec @ lists.vectors[o]) for o in chosen if o in lists.vectors]
+            return lam * relevance[rowid] - (1 - lam) * (
+                max(sims) if vec is not None and sims else 0.0
+            )
+
+        pick = max(left, key=value)
+        chosen.append(pick)
+        left.remove(pick)
+    final = chosen + left + order[depth:]
+    return {rowid: float(len(final) - place) for place, rowid in enumerate(final)}
+
+
+def fused_date(lists: Lists, scores: Scores, weight: float) -> Scores:
+    """The fused score x (1 + weight) for entries of the query's date."""
+    return {r: s * (1 + weight) if r in lists.dated else s for r, s in scores.items()}
+
+
+def _vector_date(settings: Settings) -> Idea:
+    def idea(lists: Lists, weight: float) -> Any:
+        return (*product_lists(lists, settings, weight), _same)
+
+    return idea
+
+
+def ideas(settings: Settings) -> dict[str, tuple[Idea, list[str]]]:
+    """Every idea with the values it is measured at (the product's first)."""
+    return {
+        "fused-nearby+bm25": (_fused_nearby(True, settings), ["0", "0.15", "0.3", "0.5"]),
+        "fused-nearby-only": (_fused_nearby(False, settings), ["0", "0.15", "0.3", "0.5"]),
+        "day-decay": (_reorder(settings, day_decay), ["1", "0.9", "0.8", "0.7"]),
+        "day-cap": (_reorder(settings, day_cap), ["10", "6", "5", "4"]),
+        "day-prior": (_reorder(settings, day_prior), ["0", "0.1", "0.2", "0.4"]),
+        "mmr": (_reorder(settings, mmr), ["1", "0.9", "0.8", "0.7"]),
+        "vector-date": (_vector_date(settings), ["0", "0.25", "0.5", "1"]),
+        "fused-date": (_reorder(settings, fused_date), ["0", "0.25", "0.5", "1"]),
+    }
+
+
+def question_lists(
+    conn: sqlite3.Connection, query: str, embedder: Embedder, settings: Settings
+) -> Lists | None:
+    """The candidates of one question, read once (module doc); None when it has no words."""
+    expression = fts_query(query)
+    if expression is None:
+        return None
+    plain = settings.replace(search_nearby_weight=0.0, search_vector_date_boost=0.0)
+    keyword = bm25_rows(conn, expression, DEPTH, Ranking.for_query(query, plain))
+    semantic = hybrid._semantic(conn, query, embedder, DEPTH, plain) or []
+    rows = {int(str(row[-1])): row for row in keyword}
+    for rowid, _ in semantic:
+        if rowid not in rows:
+            rows[rowid] = tuple(conn.execute(ROW_SQL, (rowid,)).fetchone())
+    spans = query_dates(query)
+    dated = hybrid._passing(conn, list(rows), *date_condition(spans)) if spans else set()
+    snap = VectorStore(conn, embedder, 0.0)._loaded()
+    wanted = set(rows)
+    assert snap.rowids is not None and snap.matrix is not None
+    vectors = {r: snap.matrix[i] for i, r in enumerate(snap.rowids) if r in wanted}
+    return Lists(keyword, semantic, rows, dated, vectors)
+
+
+def _collect(
+    conn: sqlite3.Connection, texts: Sequence[str], embedder: Embedder, settings: Settings
+) -> list[tuple[Lists | None, dict[int, str]]]:
+    """Each question's lists and the entries' ids by rowid."""
+    ids = {int(r): str(i) for r, i in conn.execute("SELECT rowid, id FROM entries")}
+    return [(question_lists(conn, text, embedder, settings), ids) for text in texts]
+
+
+def run(data: list[dict[str, Any]], settings: Settings, check: bool) -> dict[str, Any]:
+    """Every idea at every value, on every conversation of ``data`` (module doc)."""
+    started = time.perf_counter()
+    table = ideas(settings)
+    folds = {name: Fold(values) for name, (_, values) in table.items()}
+    for sample in data:
+        conversation = load_conversation(sample)
+        with tempfile.TemporaryDirectory(prefix="om-replay-") as tmp:
+            home = Path(tmp) / "memory"
+            mapping = index_conversation(home, conversation)
+            store = MemoryStore(home, environ={"OM_HOME": str(home)})
+            if problem := embed_index(store, settings).problem:
+                raise SystemExit(f"{conversation.sample_id}: {problem}")
+            embedder = resolve_backend(settings).embedder
+            assert embedder is not None
+            questions = conversation.questions
+            texts = [q.text for q in questions]
+            collected = using_index(
+                store.index_path,
+                partial(_collect, texts=texts, embedder=embedder, settings=settings),
+            )
+            if check:
+                for question, (lists, ids) in zip(questions, collected, strict=True):
+                    got = [ids[r] for r in fuse(lists, settings)] if lists else []
+                    hits = [
+                        h.id for h in search(store, question.text, limit=max(KS), settings=settings)
+                    ]
+                    if got != hits:
+                        raise SystemExit(f"replay differs from search() on {question.text!r}")
+            for name, (idea, values) in table.items():
+                for value in values:
+                    scored = []
+                    for question, (lists, ids) in zip(questions, collected, strict=True):
+                        order = fuse(lists, settings, idea, float(value)) if lists else []
+                        ranked = expand((ids[r] for r in order), mapping)[: max(KS)]
+                        scored.append(
+                            (
+                                question.category,
+                                recall_at(ranked, question.evidence, 5),
+                                recall_at(ranked, question.evidence, 10),
+                            )
+                        )
+                    folds[name].add(value, conversation.sample_id, scored)
+    seconds = round(time.perf_counter() - started, 1)
+    return {
+        name: {**fold.summary(), "setting": name, "backend": "hybrid replay", "seconds": seconds}
+        for name, fold in folds.items()
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, type=Path, help="a LoCoMo JSON file")
+    parser.add_argument("--embed-cache", type=Path, metavar="DIR", required=True)
+    parser.add_argument("--check", action="store_true", help="assert replay == search() first")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    data = json.loads(args.data.read_text(encoding="utf-8"))
+    env = dict(os.environ, OM_SEARCH_BACKEND="hybrid")
+    with contextlib.ExitStack() as stack:
+        model_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="om-model-"))
+        stack.enter_context(embed_cache(args.embed_cache))
+        if not env.get("OM_EMBED_MODEL_PATH"):
+            env["OM_EMBED_MODEL_PATH"] = str(packaged_model_folder(Path(model_dir)))
+        report = run(data, load_settings(env), args.check)
+    if args.json:
+        print(json.dumps(report, indent=1, sort_keys=True))
+    else:
+        for part in report.values():
+            print(render_sweep(part) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
