@@ -55,7 +55,7 @@ from locomo_recall import (
     Fold,
     embed_cache,
     expand,
-    index_conversation,
+    indexed,
     load_conversation,
     recall_at,
     render_sweep,
@@ -63,7 +63,6 @@ from locomo_recall import (
 
 from obsmem.index.db import using_index
 from obsmem.index.query import fts_query
-from obsmem.memory.store import MemoryStore
 from obsmem.search import hybrid, search
 from obsmem.search.bm25 import (
     ROW_SQL,
@@ -75,7 +74,6 @@ from obsmem.search.bm25 import (
 )
 from obsmem.search.dates import query_dates
 from obsmem.search.embeddings import Embedder, packaged_model_folder, resolve_backend
-from obsmem.search.indexing import embed_index
 from obsmem.search.vectors import VectorStore
 from obsmem.settings import Settings, load_settings
 
@@ -310,12 +308,7 @@ def run(data: list[dict[str, Any]], settings: Settings, check: bool) -> dict[str
     folds = {name: Fold(values) for name, (_, values) in table.items()}
     for sample in data:
         conversation = load_conversation(sample)
-        with tempfile.TemporaryDirectory(prefix="om-replay-") as tmp:
-            home = Path(tmp) / "memory"
-            mapping = index_conversation(home, conversation)
-            store = MemoryStore(home, environ={"OM_HOME": str(home)})
-            if problem := embed_index(store, settings).problem:
-                raise SystemExit(f"{conversation.sample_id}: {problem}")
+        with indexed(conversation, settings) as (store, mapping):
             embedder = resolve_backend(settings).embedder
             assert embedder is not None
             questions = conversation.questions

@@ -471,6 +471,22 @@ def index_conversation(home: Path, conversation: Conversation) -> dict[str, list
     return dict(mapping)
 
 
+@contextlib.contextmanager
+def indexed(
+    conversation: Conversation, settings: Settings | None
+) -> Iterator[tuple[MemoryStore, dict[str, list[str]]]]:
+    """A temporary memory of ``conversation``, indexed and embedded (``index_conversation``):
+    the store and its observation id -> dia_ids, removed on leaving."""
+    with tempfile.TemporaryDirectory(prefix="om-locomo-") as tmp:
+        home = Path(tmp) / "memory"
+        mapping = index_conversation(home, conversation)
+        store = MemoryStore(home, environ={"OM_HOME": str(home)})
+        # As after `om observe`: entries are embedded with the index, searches embed queries.
+        if problem := embed_index(store, settings).problem:
+            raise SystemExit(f"{conversation.sample_id}: {problem}")
+        yield store, mapping
+
+
 def expand(ids: Iterable[str], mapping: Mapping[str, Sequence[str]]) -> list[str]:
     """Hit ids as distinct dia_ids, in rank order (a shared id yields all of its turns)."""
     out: dict[str, None] = {}
@@ -496,13 +512,7 @@ def run(
         turns += len(conversation.turns)
         skipped += conversation.skipped
         bm25 = OkapiBM25([tokens(t.text) for t in conversation.turns])
-        with tempfile.TemporaryDirectory(prefix="om-locomo-") as tmp:
-            home = Path(tmp) / "memory"
-            mapping = index_conversation(home, conversation)
-            store = MemoryStore(home, environ={"OM_HOME": str(home)})
-            # As after `om observe`: entries are embedded with the index, searches embed queries.
-            if problem := embed_index(store, settings).problem:
-                raise SystemExit(f"{conversation.sample_id}: {problem}")
+        with indexed(conversation, settings) as (store, mapping):
             for question in conversation.questions:
                 began = time.perf_counter()
                 hits = search(store, question.text, limit=max(KS), settings=settings)
@@ -605,12 +615,7 @@ def run_sweep(
     started = time.perf_counter()
     for sample in conversations:
         conversation = load_conversation(sample)
-        with tempfile.TemporaryDirectory(prefix="om-locomo-") as tmp:
-            home = Path(tmp) / "memory"
-            mapping = index_conversation(home, conversation)
-            store = MemoryStore(home, environ={"OM_HOME": str(home)})
-            if problem := embed_index(store, settings[values[0]]).problem:
-                raise SystemExit(f"{conversation.sample_id}: {problem}")
+        with indexed(conversation, settings[values[0]]) as (store, mapping):
             for value in values:
                 scored: list[tuple[int, float, float]] = []
                 for question in conversation.questions:

@@ -7,28 +7,14 @@ figure recorded in docs/benchmarks.md cannot come from broken scoring.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-_SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "locomo_recall.py"
+from tests.bench_smoke.scripts import load_script
 
-
-def _load() -> ModuleType:
-    # bench/ is a folder of scripts, not a package: load the file under a name no test uses.
-    spec = importlib.util.spec_from_file_location("bench_locomo_recall", _SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being created
-    spec.loader.exec_module(module)
-    return module
-
-
-L = _load()
+L = load_script("locomo_recall")
 
 SAMPLE: dict[str, Any] = {
     "sample_id": "tiny",

@@ -9,32 +9,19 @@ two sessions produces a well-formed report at no less than today's level. The de
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-_SCRIPT = ROOT / "bench" / "memory_quality.py"
+from tests.bench_smoke.scripts import load_script
+
 KINDS = {"decision", "preference", "fact", "task", "lesson", "outcome"}
 
 
-def _load() -> ModuleType:
-    # bench/ is a folder of scripts, not a package: load the file under a name no test uses.
-    spec = importlib.util.spec_from_file_location("bench_memory_quality", _SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being created
-    spec.loader.exec_module(module)
-    return module
-
-
-Q = _load()
+Q = load_script("memory_quality")
 
 
 def _label(**overrides: object) -> object:
