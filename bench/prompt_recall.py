@@ -8,13 +8,18 @@ same Zipf-distributed words as the cold search benchmark), indexes it and prepar
 context, then times whole ``om hook prompt --agent claude`` processes (the console script of a
 regular install, as Claude Code starts it), each given on stdin the JSON Claude Code sends
 (``session_id``, ``transcript_path``, ``cwd``, ``permission_mode``, ``hook_event_name``,
-``prompt``). The prompts cycle through four kinds: short questions, routine replies ("ok",
-"go on"), long prompts (a paragraph) and pasted output with a question; sessions of ten prompts
+``prompt``). The prompts cycle through five kinds: short questions, routine replies ("ok",
+"go on"), long prompts (a paragraph), pasted output with a question, and questions about
+earlier work (``recall``: each built from the rarest words of one stored observation, as a
+user asking about something done before would put it, so that recall finds a memory above the
+relevance threshold and writes its lines and the session record); sessions of ten prompts
 each, so the first prompt of a session (which reads the startup context) is timed as often as
 it happens. The script holds the worker lock, as a busy worker would, so no worker starts: the
 checkpoint is queued (first prompt of a transcript) or throttled, as in use. Reports median,
-p95 and CPU time (user + system) per kind and overall, a bare ``python -c pass`` and a cold
-``om search`` (of a short prompt's words) beside it, and the load average. Target
+p95 and CPU time (user + system) per kind and overall, and apart for the prompts that were
+given memories and those that were not (``given_ms``, ``not_given_ms``, with how many of each),
+a bare ``python -c pass`` and a cold ``om search`` (of a short prompt's words) beside it, and
+the load average. Target
 (docs/benchmarks.md): p95 under 150 ms at 10,000 observations.
 
 Relevance (``--relevance`` LoCoMo's ``locomo_dev.json``). For each conversation, every turn
@@ -45,6 +50,7 @@ from search_cold import _cpu, build, regular_install  # the cold search bench's 
 
 from obsmem.context.prepare import prepare_context
 from obsmem.index import rebuild
+from obsmem.memory.store import MemoryStore
 
 SHORT = [
     "why did we choose redis for the cache worker?",
@@ -74,6 +80,16 @@ PASTED = [
 ]
 KINDS = {"short": SHORT, "routine": ROUTINE, "long": LONG, "pasted": PASTED}
 PROMPTS_PER_SESSION = 10
+#: Questions about earlier work in the prompt mix, each about one stored observation.
+RECALL_PROMPTS = 12
+#: The words of a stored observation a ``recall`` prompt asks about: its longest (in the Zipf
+#: corpus, the long words are the rare ones, as in natural text).
+RECALL_WORDS = 4
+RECALL_FORMS = (
+    "what did we decide about {0} {1} and {2} {3}?",
+    "remind me what we found on {0} and {1} {2} {3} last time",
+    "where did we leave the {0} {1} work, with {2} and {3}?",
+)
 
 
 def _stats(samples: Sequence[float]) -> dict[str, float]:
@@ -83,6 +99,20 @@ def _stats(samples: Sequence[float]) -> dict[str, float]:
         "p95": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1),
         "max": round(ordered[-1], 1),
     }
+
+
+def recall_prompts(store: MemoryStore, count: int, seed: int = 13) -> list[str]:
+    """Questions about ``count`` stored observations, each naming their longest words."""
+    observations = store.read_observations().observations
+    rng = random.Random(seed)
+    prompts = []
+    for n, observation in enumerate(rng.sample(observations, min(count, len(observations)))):
+        words = list(dict.fromkeys(w for w in observation.text.split() if w.isalpha()))
+        longest = sorted(words, key=len, reverse=True)[:RECALL_WORDS]
+        if len(longest) < RECALL_WORDS:
+            continue  # too few words to ask about: an observation of repeats
+        prompts.append(RECALL_FORMS[n % len(RECALL_FORMS)].format(*longest))
+    return prompts
 
 
 def speed(args: argparse.Namespace) -> dict[str, Any]:
@@ -104,13 +134,15 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
         project = root / "atlas"
         project.mkdir()
         om = [str(Path(python).parent / "om"), "hook", "prompt", "--agent", "claude"]
-        order = [(kind, prompt) for kind, prompts in KINDS.items() for prompt in prompts]
+        kinds = {**KINDS, "recall": recall_prompts(store, RECALL_PROMPTS)}
+        order = [(kind, prompt) for kind, prompts in kinds.items() for prompt in prompts]
         random.Random(5).shuffle(order)
-        samples: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
+        samples: dict[str, list[tuple[float, float]]] = {kind: [] for kind in kinds}
+        given: list[tuple[float, float]] = []  # the runs whose prompt was given memories
+        not_given: list[tuple[float, float]] = []
         bare: list[tuple[float, float]] = []
         searches: list[tuple[float, float]] = []  # `om search` of a short prompt, for scale
         search = [str(Path(python).parent / "om"), "search"]
-        added = 0
         time.sleep(2.5)  # past the index stamp's racy window, as the search bench does
         with _worker_lock({"OM_HOME": str(home)}) as held:
             assert held, "a worker is running on the benchmark's memory"
@@ -131,7 +163,7 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
                 done = subprocess_run(om, env, json.dumps(payload))
                 wall, cpu = (time.perf_counter() - t0) * 1000, (_cpu() - c0) * 1000
                 samples[kind].append((wall, cpu))
-                added += bool(done.strip())
+                (given if done.strip() else not_given).append((wall, cpu))
                 c0, t0 = _cpu(), time.perf_counter()
                 subprocess_run([str(python), "-c", "pass"], env, "")
                 bare.append(((time.perf_counter() - t0) * 1000, (_cpu() - c0) * 1000))
@@ -145,11 +177,15 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
         "hook_ms": _stats([w for w, _ in every]),
         "hook_cpu_ms": _stats([c for _, c in every]),
         "by_kind_ms": {k: _stats([w for w, _ in v]) for k, v in samples.items() if v},
+        "prompts_given_memories": len(given),
+        "given_ms": _stats([w for w, _ in given]) if given else None,
+        "given_cpu_ms": _stats([c for _, c in given]) if given else None,
+        "prompts_not_given": len(not_given),
+        "not_given_ms": _stats([w for w, _ in not_given]) if not_given else None,
         "om_search_ms": _stats([w for w, _ in searches]),
         "om_search_cpu_ms": _stats([c for _, c in searches]),
         "python_pass_ms": _stats([w for w, _ in bare]),
         "python_pass_cpu_ms": _stats([c for _, c in bare]),
-        "prompts_given_memories": added,
         "load_average": [round(x, 1) for x in os.getloadavg()],
     }
 
