@@ -59,15 +59,17 @@ _SOURCES: tuple[tuple[str, str, int], ...] = (
 # Compiled on the first query that may name a date: most queries name none, and compiling these
 # at import would cost every cold ``om search``.
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = []
-#: Every pattern needs a digit or one of these (lower case) somewhere in the query.
-_CUES = (*_MONTHS, "today", "yesterday", "week", "month", "year")
+#: Every pattern needs a digit or one of these words (lower case) in the query: each pattern
+#: reads a month name, "today", "week"... as a whole word, so "decide", "separate" or "maybe"
+#: (which hold "dec", "sep" and "may") need not cost the compiling of the patterns.
+_CUES = frozenset((*_MONTHS, "today", "yesterday", "week", "month", "year"))
 
 
 def _may_name_a_date(text: str) -> bool:
     if any(ch.isdigit() for ch in text):
         return True
-    low = text.lower()
-    return any(cue in low for cue in _CUES)
+    words = "".join(ch if ch.isalpha() else " " for ch in text.lower()).split()
+    return not _CUES.isdisjoint(words)
 
 
 def _patterns() -> list[tuple[str, re.Pattern[str]]]:

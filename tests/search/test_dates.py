@@ -64,3 +64,17 @@ def test_spans_are_in_the_order_written() -> None:
         DateSpan("2025-01-01", "2025-12-31"),
         day("2026-03-03"),
     ]
+
+
+def test_words_holding_a_month_name_do_not_compile_the_patterns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from obsmem.search import dates
+
+    unused: list[object] = []
+    monkeypatch.setattr(dates, "_PATTERNS", unused)
+    # "decide" holds "dec", "separate" "sep", "maybe" "may", "janitor" "jan", "weekly" "week".
+    assert query_dates("why did we decide on a separate janitor, maybe weekly?", TODAY) == []
+    assert unused == []  # cold processes (the prompt hook, om search) skip the compiling
+    assert query_dates("why did we decide that in May?", TODAY) == [DateSpan(month=5)]
+    assert unused != []
