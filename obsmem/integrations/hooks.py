@@ -20,11 +20,11 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from obsmem.integrations.queue import Job, enqueue, throttled
 from obsmem.paths import OBSERVER_SESSION_ENV, agent_home
+from obsmem.records import dataclass  # not dataclasses': every prompt starts a hook
 
 TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py (every prompt starts this module)
 if TYPE_CHECKING:

@@ -14,10 +14,10 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from obsmem.paths import checksum_name, queue_dir
+from obsmem.records import dataclass  # not dataclasses': a hook's cold start
 
 __all__ = ["Batch", "Job", "enqueue", "pending", "take", "throttled"]
 
@@ -32,12 +32,17 @@ class Job:
     queued_at: float = 0.0
 
 
-@dataclass
 class Batch:
     """Jobs taken from the queue, one per transcript, and the files that held them."""
 
-    jobs: list[Job] = field(default_factory=list)
-    files: list[Path] = field(default_factory=list)
+    __slots__ = ("files", "jobs")
+
+    def __init__(self, jobs: list[Job] | None = None, files: list[Path] | None = None) -> None:
+        self.jobs: list[Job] = [] if jobs is None else jobs
+        self.files: list[Path] = [] if files is None else files
+
+    def __repr__(self) -> str:
+        return f"Batch(jobs={self.jobs!r}, files={self.files!r})"
 
     def done(self) -> None:
         """Remove the job files (after the worker handled them)."""
