@@ -9,6 +9,11 @@ and the marking of om's own sessions):
 - ``--ephemeral`` (no rollout file written), ``--sandbox read-only`` in om's empty observer
   directory (``--cd``, ``--skip-git-repo-check``), om's hooks and MCP servers off
   (``-c features.hooks=false``, ``-c mcp_servers={}``);
+- no shell: ``codex exec`` has no ``--tools`` option, but its shell tools are features that
+  config turns off (``features.shell_tool``, ``features.unified_exec``), as are sub-agents
+  (``features.multi_agent``) and web search (``web_search="disabled"``: the excerpt must not
+  become a search query). A Codex that does not know a feature key warns and goes on. A
+  built-in tool with no such switch stays, bounded by the read-only sandbox (no writes);
 - the output is JSON Lines: the text is the last ``item.completed`` whose ``item.type`` is
   ``agent_message`` (``item.text``), the tokens are ``turn.completed``'s ``usage``
   (``input_tokens``, which includes ``cached_input_tokens``, and ``output_tokens``); a
@@ -30,6 +35,10 @@ _OFF = (
     "features.hooks=false",
     "features.codex_hooks=false",
     "mcp_servers={}",
+    "features.shell_tool=false",
+    "features.unified_exec=false",
+    "features.multi_agent=false",
+    'web_search="disabled"',
 )
 
 

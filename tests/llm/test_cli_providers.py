@@ -79,6 +79,14 @@ def test_the_prompt_goes_on_stdin_with_no_tools_and_the_model(name: str, fake_bi
         assert argv[argv.index("--sandbox") + 1] == "read-only"
         assert "--ephemeral" in argv
         assert "features.hooks=false" in argv and "mcp_servers={}" in argv
+        # No shell, no sub-agents, no web search: the run only answers.
+        overrides = {argv[i + 1] for i, arg in enumerate(argv) if arg == "-c"}
+        assert {
+            "features.shell_tool=false",
+            "features.unified_exec=false",
+            "features.multi_agent=false",
+            'web_search="disabled"',
+        } <= overrides
         assert call["stdin"].startswith("SYSTEM RULES")
     # Marked as om's own: the hooks' switch, and a directory the readers skip.
     assert call["marker"] == "1"
