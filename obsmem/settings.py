@@ -360,6 +360,21 @@ SPECS: tuple[SettingSpec, ...] = (
         "Most LLM tokens (in + out) spent per day; 0 means no limit. Past it: OM_FALLBACK.",
     ),
     SettingSpec(
+        "OM_LLM_PRICE_INPUT",
+        "llm_price_input",
+        _float_range(0.0, 10_000.0),
+        None,
+        "US dollars per million input tokens, for the cost of calls whose provider reports "
+        "none (unset: cost unknown).",
+    ),
+    SettingSpec(
+        "OM_LLM_PRICE_OUTPUT",
+        "llm_price_output",
+        _float_range(0.0, 10_000.0),
+        None,
+        "US dollars per million output tokens, as OM_LLM_PRICE_INPUT.",
+    ),
+    SettingSpec(
         "OM_FALLBACK",
         "fallback",
         _choice("rules", "defer"),
@@ -542,6 +557,8 @@ class Settings:
     llm_cli_timeout_seconds: float = 300.0
     llm_max_retries: int = 4
     daily_token_budget: int = 0
+    llm_price_input: float | None = None
+    llm_price_output: float | None = None
     fallback: str = "rules"
     observer_max_input_tokens: int = 30000
     observer_overlap_turns: int = 3

@@ -10,7 +10,7 @@ from typing import Any
 
 from obsmem.index import index_status
 from obsmem.integrations.checks import installed_summary
-from obsmem.llm.usage import usage_totals
+from obsmem.llm.usage import cost_totals, usage_totals
 from obsmem.memory.model import PRIORITIES
 from obsmem.memory.store import MemoryStore
 from obsmem.paths import REFLECTIONS_FILE
@@ -35,6 +35,8 @@ class StatusReport:
     integrations: list[str] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Dollars of the calls of known cost and the count of the others, today and this month.
+    cost: dict[str, dict[str, float]] = field(default_factory=dict)
     search: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -72,6 +74,7 @@ def collect_status(
         integrations=installed_summary(environ),
         sources=_sources(store, environ),
         usage=usage_totals(store.usage_path, date.today()),
+        cost=cost_totals(store.usage_path, date.today()),
         search=search_status(store, settings),
     )
 

@@ -137,6 +137,14 @@ def status(report: StatusReport) -> str:
             f"({today['calls']} calls), this month {month['in'] + month['out']} tokens "
             f"({month['calls']} calls)"
         )
+        cost = report.cost
+        if cost:
+            from obsmem.llm.usage import cost_text
+
+            lines.append(
+                f"llm cost          today {cost_text(cost['today'], int(today['calls']))}, "
+                f"this month {cost_text(cost['month'], int(month['calls']))}"
+            )
     for source in report.sources:
         if not source["files"]:
             continue

@@ -65,6 +65,7 @@ class Completion:
     input_tokens: int
     output_tokens: int
     stop_reason: str = ""  # "end_turn"/"stop", "max_tokens"/"length", "refusal", ...
+    cost_usd: float | None = None  # what the provider says the call cost, when it says
 
     @property
     def total_tokens(self) -> int:

@@ -12,7 +12,8 @@ the timeout and the marking of om's own sessions):
 - the reply is one JSON object: ``result`` holds the text, ``usage`` the tokens
   (``input_tokens`` plus the cache's ``cache_creation_input_tokens`` and
   ``cache_read_input_tokens``, and ``output_tokens``), ``modelUsage`` the model that answered;
-  ``is_error`` with ``result`` or ``subtype`` says what went wrong.
+  ``total_cost_usd`` what the call cost in US dollars (at API prices, also on a
+  subscription); ``is_error`` with ``result`` or ``subtype`` says what went wrong.
 """
 
 from __future__ import annotations
@@ -49,6 +50,13 @@ def _count(usage: dict[str, Any], *keys: str) -> int:
     return sum(max(0, int(usage.get(key) or 0)) for key in keys)
 
 
+def _cost(value: object) -> float | None:
+    """``total_cost_usd`` as a number of dollars; None when missing or not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if value >= 0 else None
+
+
 def parse_result(stdout: str, model: str) -> Completion:
     """The completion in ``claude -p --output-format json`` output; ``CLIFailure`` on an error."""
     data = _last_object(stdout)
@@ -75,6 +83,7 @@ def parse_result(stdout: str, model: str) -> Completion:
         ),
         output_tokens=_count(usage, "output_tokens"),
         stop_reason=str(data.get("stop_reason") or "end_turn"),
+        cost_usd=_cost(data.get("total_cost_usd")),
     )
 
 

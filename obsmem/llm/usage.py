@@ -3,7 +3,13 @@
 Each successful call appends one JSON line to ``<state dir>/usage.jsonl``::
 
     {"ts": "2026-03-02T14:30:05+01:00", "provider": "anthropic", "model": "claude-haiku-5-5",
-     "purpose": "observer", "in": 5120, "out": 380}
+     "purpose": "observer", "in": 5120, "out": 380, "usd": 0.0069}
+
+``usd``, what the call cost in US dollars, is there when it is known: the provider reported it
+(the ``claude`` CLI's ``total_cost_usd``), or ``OM_LLM_PRICE_INPUT`` and ``OM_LLM_PRICE_OUTPUT``
+(dollars per million tokens) were both set when the call was made. A line without it (older
+lines, and calls with no price) is a call of unknown cost: totals count those calls apart rather
+than guess, and a price set later does not rewrite what earlier calls cost.
 
 Days and months are local (the timestamp carries its offset), as a user reading "today" means.
 The log is append-only and durable (``append_line`` fsyncs); a torn or foreign line is skipped.
@@ -38,6 +44,10 @@ __all__ = [
     "MeteredProvider",
     "UsageRecord",
     "budget_left",
+    "call_cost",
+    "cost_text",
+    "cost_totals",
+    "dollars",
     "read_usage",
     "record_usage",
     "usage_path",
@@ -58,6 +68,7 @@ class UsageRecord:
     purpose: str
     input_tokens: int
     output_tokens: int
+    cost_usd: float | None = None  # None: not known
 
     @property
     def day(self) -> date:
@@ -66,17 +77,17 @@ class UsageRecord:
 
     def to_json(self) -> str:
         """The record as one JSON line (without the newline)."""
-        return json.dumps(
-            {
-                "ts": self.when.isoformat(timespec="seconds"),
-                "provider": self.provider,
-                "model": self.model,
-                "purpose": self.purpose,
-                "in": self.input_tokens,
-                "out": self.output_tokens,
-            },
-            ensure_ascii=False,
-        )
+        data: dict[str, Any] = {
+            "ts": self.when.isoformat(timespec="seconds"),
+            "provider": self.provider,
+            "model": self.model,
+            "purpose": self.purpose,
+            "in": self.input_tokens,
+            "out": self.output_tokens,
+        }
+        if self.cost_usd is not None:
+            data["usd"] = round(self.cost_usd, 6)
+        return json.dumps(data, ensure_ascii=False)
 
 
 def usage_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -84,10 +95,31 @@ def usage_path(environ: Mapping[str, str] | None = None) -> Path:
     return paths.usage_path(environ)
 
 
+def call_cost(completion: Completion, settings: Settings | None) -> float | None:
+    """What one call cost in US dollars: the provider's own figure, else the tokens at
+    ``OM_LLM_PRICE_INPUT`` / ``OM_LLM_PRICE_OUTPUT``; None when neither is known."""
+    if completion.cost_usd is not None:
+        return completion.cost_usd
+    if settings is None or settings.llm_price_input is None or settings.llm_price_output is None:
+        return None
+    return (
+        completion.input_tokens * settings.llm_price_input
+        + completion.output_tokens * settings.llm_price_output
+    ) / 1_000_000
+
+
 def record_usage(
-    path: Path, completion: Completion, *, purpose: str, when: datetime | None = None
+    path: Path,
+    completion: Completion,
+    *,
+    purpose: str,
+    when: datetime | None = None,
+    settings: Settings | None = None,
 ) -> UsageRecord:
-    """Append one call's usage to the log (durably) and return the record written."""
+    """Append one call's usage to the log (durably) and return the record written.
+
+    ``settings`` gives the prices of a call whose provider reports no cost (``call_cost``).
+    """
     stamp = (when or datetime.now()).astimezone()
     record = UsageRecord(
         stamp,
@@ -96,6 +128,7 @@ def record_usage(
         purpose,
         completion.input_tokens,
         completion.output_tokens,
+        call_cost(completion, settings),
     )
     append_line(path, record.to_json())
     return record
@@ -107,6 +140,8 @@ def _parse(line: bytes) -> UsageRecord | None:
         when = datetime.fromisoformat(data["ts"])
         if when.tzinfo is None:
             when = when.astimezone()  # a hand-written naive time: read it as local
+        usd = data.get("usd")
+        known = isinstance(usd, int | float) and not isinstance(usd, bool) and usd >= 0
         return UsageRecord(
             when,
             str(data.get("provider", "")),
@@ -114,6 +149,7 @@ def _parse(line: bytes) -> UsageRecord | None:
             str(data.get("purpose", "")),
             max(0, int(data.get("in", 0))),
             max(0, int(data.get("out", 0))),
+            float(usd) if known else None,
         )
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
@@ -172,6 +208,39 @@ def usage_totals(path: Path, today: date) -> dict[str, dict[str, int]]:
     return totals
 
 
+def cost_totals(path: Path, today: date) -> dict[str, dict[str, float]]:
+    """Dollars spent ``today`` and in its month on the calls of known cost (``usd``), and how
+    many calls of unknown cost there were besides (``unpriced``)."""
+    totals = {period: {"usd": 0.0, "unpriced": 0} for period in ("today", "month")}
+    for record in read_usage(path, since=today.replace(day=1)):
+        if record.day > today:
+            continue  # as in usage_totals
+        for period in ("today", "month") if record.day == today else ("month",):
+            if record.cost_usd is None:
+                totals[period]["unpriced"] += 1
+            else:
+                totals[period]["usd"] += record.cost_usd
+    return totals
+
+
+def dollars(amount: float) -> str:
+    """``$1.25``, or four decimals under a dollar (one observer call costs a fraction of a cent)."""
+    return f"${amount:,.2f}" if amount >= 1 or amount == 0 else f"${amount:.4f}"
+
+
+def cost_text(cost: Mapping[str, float], calls: int, *, fix: bool = True) -> str:
+    """A period's cost (a ``cost_totals`` row) over its ``calls``: ``$0.4200``, ``$0.4200 + 3
+    calls of unknown cost``, or ``unknown`` (with the fix, unless ``fix`` is false) when no
+    call's cost is known."""
+    unpriced = int(cost.get("unpriced", 0))
+    if calls and unpriced >= calls:
+        return "unknown (set OM_LLM_PRICE_INPUT and OM_LLM_PRICE_OUTPUT)" if fix else "unknown"
+    shown = dollars(float(cost.get("usd", 0.0)))
+    if unpriced:
+        shown += f" + {unpriced} call{'s' if unpriced != 1 else ''} of unknown cost"
+    return shown
+
+
 def _spent_today(path: Path, today: date) -> int:
     return sum(
         r.input_tokens + r.output_tokens for r in read_usage(path, since=today) if r.day == today
@@ -226,7 +295,9 @@ class MeteredProvider:
         completion = self.provider.complete(
             system, user, purpose=purpose, max_tokens=max_tokens, json_schema=json_schema
         )
-        record_usage(self.usage_path, completion, purpose=purpose, when=self._clock())
+        record_usage(
+            self.usage_path, completion, purpose=purpose, when=self._clock(), settings=self.settings
+        )
         return completion
 
     def check_budget(self, system: str, user: str, *, today: date) -> None:

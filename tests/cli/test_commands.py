@@ -54,6 +54,26 @@ def test_status_creates_missing_directory_and_reports_counts(home: Path) -> None
     assert data["integrations"] == []
 
 
+def test_status_shows_the_llm_cost_where_it_is_known(home: Path) -> None:
+    from obsmem import paths
+    from obsmem.llm.base import Completion
+    from obsmem.llm.usage import record_usage
+
+    reported = Completion("t", "claude-code", "haiku", 4000, 120, cost_usd=0.25)
+    record_usage(paths.usage_path(), reported, purpose="observer")
+    record_usage(paths.usage_path(), Completion("t", "anthropic", "m", 900, 80), purpose="observer")
+    code, out, _ = run("status")
+    assert code == 0
+    assert "llm cost          today $0.2500 + 1 call of unknown cost, this month $0.2500" in out
+    data = json.loads(run("status", "--json")[1])
+    assert data["cost"]["today"] == {"usd": 0.25, "unpriced": 1}
+    assert data["usage"]["today"] == {"in": 4900, "out": 200, "calls": 2}  # as before
+    paths.usage_path().unlink()
+    record_usage(paths.usage_path(), Completion("t", "anthropic", "m", 900, 80), purpose="observer")
+    out = run("status")[1]
+    assert "llm cost          today unknown (set OM_LLM_PRICE_INPUT and OM_LLM_PRICE_OUTPUT)" in out
+
+
 def test_search_finds_hand_added_line_on_first_search(home: Path) -> None:
     prepare(home)
     with (home / "observations.md").open("a", encoding="utf-8") as handle:

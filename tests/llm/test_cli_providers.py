@@ -106,6 +106,8 @@ def test_usage_from_the_cli_reaches_the_usage_log(name: str, fake_bin: Path) -> 
     assert totals["today"] == {"in": 1000, "out": 50, "calls": 1}
     line = json.loads(usage_path().read_text().splitlines()[0])
     assert line["provider"] == name
+    # Claude Code reports what the call cost (total_cost_usd); Codex reports tokens only.
+    assert line.get("usd") == (0.0021 if name == "claude-code" else None)
     from obsmem.memory.store import MemoryStore
     from obsmem.status import collect_status
 

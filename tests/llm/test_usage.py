@@ -16,6 +16,8 @@ from obsmem.llm.base import Completion
 from obsmem.llm.usage import (
     MeteredProvider,
     budget_left,
+    cost_text,
+    cost_totals,
     read_usage,
     record_usage,
     usage_path,
@@ -75,6 +77,45 @@ def test_record_writes_one_json_line(tmp_path: Path) -> None:
         "out": 20,
     }
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_cost_is_the_providers_own_else_the_tokens_at_the_set_prices(tmp_path: Path) -> None:
+    path = tmp_path / "usage.jsonl"
+    priced = Settings(llm_price_input=3.0, llm_price_output=15.0)
+    reported = Completion("t", "claude-code", "m", 4000, 100, cost_usd=0.0123)
+    record_usage(path, reported, purpose="observer", when=at(TODAY, 8), settings=priced)
+    record_usage(path, completion(1_000_000, 200_000), purpose="observer", when=at(TODAY, 9),
+                 settings=priced)  # fmt: skip
+    record_usage(path, completion(10, 1), purpose="observer", when=at(TODAY, 10))  # no price
+    only_input = Settings(llm_price_input=3.0)
+    record_usage(path, completion(10, 1), purpose="observer", when=at(TODAY, 11),
+                 settings=only_input)  # fmt: skip
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line.get("usd") for line in lines] == [0.0123, 6.0, None, None]
+    assert "usd" not in lines[2]  # an unknown cost is left out, as in lines written before
+    assert [r.cost_usd for r in read_usage(path)] == [None, None, 6.0, 0.0123]
+    assert cost_totals(path, TODAY)["today"] == {"usd": pytest.approx(6.0123), "unpriced": 2}
+    assert usage_totals(path, TODAY)["today"] == {"in": 1_004_020, "out": 200_102, "calls": 4}
+
+
+def test_lines_without_a_cost_read_as_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "usage.jsonl"
+    old = {"ts": at(TODAY, 8).isoformat(), "provider": "anthropic", "model": "m",
+           "purpose": "observer", "in": 5, "out": 1}  # fmt: skip
+    bad = {**old, "usd": "free"}
+    negative = {**old, "usd": -1}
+    path.write_text("".join(json.dumps(d) + "\n" for d in (old, bad, negative)))
+    assert [r.cost_usd for r in read_usage(path)] == [None, None, None]
+    assert cost_totals(path, TODAY)["month"] == {"usd": 0.0, "unpriced": 3}
+
+
+def test_cost_text_says_what_is_known() -> None:
+    assert cost_text({"usd": 0.0021, "unpriced": 0}, 1) == "$0.0021"
+    assert cost_text({"usd": 12.5, "unpriced": 0}, 9) == "$12.50"
+    assert cost_text({"usd": 0.5, "unpriced": 2}, 5) == "$0.5000 + 2 calls of unknown cost"
+    assert cost_text({"usd": 0.0, "unpriced": 3}, 3).startswith("unknown (set OM_LLM_PRICE_")
+    assert cost_text({"usd": 0.0, "unpriced": 3}, 3, fix=False) == "unknown"
+    assert cost_text({"usd": 0.0, "unpriced": 0}, 0) == "$0.00"
 
 
 def test_totals_by_day_and_month(tmp_path: Path) -> None:
@@ -143,6 +184,17 @@ def test_budget_left(tmp_path: Path) -> None:
     assert budget_left(Settings(), path, TODAY) is None
     assert budget_left(Settings(daily_token_budget=1000), path, TODAY) == 300
     assert budget_left(Settings(daily_token_budget=500), path, TODAY) == 0
+
+
+def test_metered_provider_prices_an_api_call_from_the_settings(
+    fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "usage.jsonl"
+    fake_llm.push(Reply("a", input_tokens=2000, output_tokens=500))
+    provider = metered(fake_llm, path, at(TODAY, 10), llm_price_input=0.5, llm_price_output=4.0)
+    provider.complete("s", "u", purpose="observer")
+    [record] = read_usage(path)
+    assert record.cost_usd == pytest.approx((2000 * 0.5 + 500 * 4.0) / 1_000_000)
 
 
 def test_metered_provider_records_every_call(fake_llm: FakeLLMServer, tmp_path: Path) -> None:

@@ -195,6 +195,30 @@ def test_status_shows_sources_usage_index_and_doctor(client: TestClient) -> None
     assert page.text.count('<tr class="v-') >= 5
 
 
+def test_status_shows_each_days_cost_where_it_is_known(
+    memory: MemoryStore, client: TestClient
+) -> None:
+    from datetime import datetime, timedelta
+
+    from obsmem.llm.base import Completion
+    from obsmem.llm.usage import record_usage
+
+    now = datetime.now().astimezone()
+    reported = Completion("t", "claude-code", "haiku", 4000, 120, cost_usd=0.0125)
+    record_usage(memory.usage_path, reported, purpose="observer", when=now)
+    unpriced = Completion("t", "anthropic", "m", 900, 80)
+    record_usage(memory.usage_path, unpriced, purpose="observer", when=now - timedelta(days=1))
+    page = client.get("/status")
+    assert page.status_code == 200
+    assert "<th>cost</th>" in page.text
+    rows = re.findall(r"<tr[^>]*><td>(\d{4}-\d\d-\d\d)</td>(.*?)</tr>", page.text, re.S)
+    cost = {day: re.findall(r"<td>([^<]*)</td>", rest)[3] for day, rest in rows}
+    assert cost[now.date().isoformat()] == "$0.0125"
+    assert cost[(now - timedelta(days=1)).date().isoformat()] == "unknown"
+    assert cost[(now - timedelta(days=2)).date().isoformat()] == "–"  # no calls that day
+    assert "unknown until OM_LLM_PRICE_INPUT and OM_LLM_PRICE_OUTPUT" in page.text
+
+
 def test_static_files_are_served(client: TestClient) -> None:
     assert "confirm" in client.get("/static/om.js").text
     assert client.get("/static/om.css").headers["content-type"].startswith("text/css")
