@@ -182,6 +182,7 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
         "given_cpu_ms": _stats([c for _, c in given]) if given else None,
         "prompts_not_given": len(not_given),
         "not_given_ms": _stats([w for w, _ in not_given]) if not_given else None,
+        "not_given_cpu_ms": _stats([c for _, c in not_given]) if not_given else None,
         "om_search_ms": _stats([w for w, _ in searches]),
         "om_search_cpu_ms": _stats([c for _, c in searches]),
         "python_pass_ms": _stats([w for w, _ in bare]),
