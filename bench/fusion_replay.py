@@ -10,7 +10,8 @@ own pieces (``lift_nearby``, ``date_boosted``, ``rrf_fuse``, ``boost``, ``clear_
 ``fused_order``, ``distinct_rows``) under each idea and knob value, in milliseconds rather than
 a full run per value; every idea but ``vector-date`` is measured on top of the settings.
 ``--check`` first asserts that the replay with the settings' values gives, for every question,
-the same ten entries as ``search()`` (the product's path).
+the same ten entries as ``search()`` (the product's path), and that BM25's list rebuilt from
+its words' scores alone (``rebuilt_keyword``, every weight 1) is BM25's own list.
 
 Ideas (each one knob; values listed with 1.0 / 0 meaning "as the product does"):
 
@@ -26,6 +27,25 @@ Ideas (each one knob; values listed with 1.0 / 0 meaning "as the product does"):
 - ``vector-date``: ``OM_SEARCH_VECTOR_DATE_BOOST`` (``date_boosted``), the one kept.
 - ``fused-date``: the fused score x (1 + b) for entries of the query's date.
 
+Ideas on BM25's confidence and on the query's words, from each query word's BM25 score alone
+(``Lists.terms``: FTS5's ``bm25()`` of an OR query is the sum of its words' scores, times the
+date and speaker factors, so BM25's list can be rebuilt with each word weighted; at weight 1 it
+is the product's list):
+
+- ``adaptive-vector-score``: the vector weight x max(0, 1 + a x (1 - 2c)), where BM25's
+  confidence c is its best raw score over the sum of each query word's best score alone (1: the
+  best entry holds every word as well as any entry does); a > 0 trusts the vector list more when
+  BM25 is unsure.
+- ``adaptive-vector-words``: the same with c the share of the query's words (names of speakers
+  left out, each word weighted by its idf over entries' own text) that BM25's best entry holds
+  in its own text.
+- ``word-idf``: each word's score x (its own-text idf + 0.1, over the mean of the query's)^a;
+  a > 0 lets the rare words dominate (FTS5's idf counts the neighbours column, so a word in a
+  fifth of the entries is at its floor), a < 0 flattens.
+- ``candidate-idf``: the same with the idf taken within the entries any query word matches.
+- ``coordination``: an entry's score x (the share of the query's words, names left out, it
+  matches in any column)^b.
+
 Each idea is scored like ``locomo_recall.py --sweep``: turn R@5 / R@10 overall, per category and
 per conversation for each value, and leave-one-conversation-out over the values (``Fold``).
 """
@@ -35,6 +55,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import sqlite3
 import sys
@@ -46,7 +67,7 @@ from dataclasses import dataclass
 from datetime import date as Date
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -62,15 +83,17 @@ from locomo_recall import (
 )
 
 from obsmem.index.db import using_index
-from obsmem.index.query import fts_query
+from obsmem.index.query import fts_query, query_tokens
 from obsmem.search import hybrid, search
 from obsmem.search.bm25 import (
+    ROLES,
     ROW_SQL,
     Ranking,
     bm25_rows,
     date_condition,
     distinct_rows,
     lift_nearby,
+    query_speakers,
 )
 from obsmem.search.dates import query_dates
 from obsmem.search.embeddings import Embedder, packaged_model_folder, resolve_backend
@@ -85,20 +108,39 @@ _FILE, _LINE, _DATE, _SECTION, _ID = 3, 4, 5, 10, 1  # result row columns (raw s
 
 @dataclass
 class Lists:
-    """One question's candidates: BM25's raw rows, the vector ranking, their rows, its dates."""
+    """One question's candidates: BM25's raw rows, the vector ranking, the rows of every entry,
+    its dates, the entries' vectors; each query word's raw BM25 score alone by rowid (every
+    entry it matches), the rowids holding it in their own text, and the query's names."""
 
     keyword: list[Row]
     semantic: list[tuple[int, float]]
-    rows: dict[int, Row]
+    rows: Mapping[int, Row]
     dated: set[int]
     vectors: Mapping[int, Any]
+    terms: dict[str, dict[int, float]]
+    own: dict[str, set[int]]
+    names: set[str]
 
 
 Scores = dict[int, float]
-#: An idea at one value: (the lists, the fusion's inputs) -> fused scores before the winner.
-Idea = Callable[
-    [Lists, float], tuple[list[Row], list[tuple[int, float]], Callable[[Scores], Scores]]
-]
+
+
+def _same(scores: Scores) -> Scores:
+    return scores
+
+
+class Replayed(NamedTuple):
+    """What an idea hands the fusion: the two lists, a change of the fused scores before the
+    winner, and the vector list's weight (None: the setting's)."""
+
+    keyword: list[Row]
+    semantic: list[tuple[int, float]]
+    post: Callable[[Scores], Scores] = _same
+    vector_weight: float | None = None
+
+
+#: An idea at one value: the lists -> the fusion's inputs.
+Idea = Callable[[Lists, float], Replayed]
 
 
 def product_lists(
@@ -113,22 +155,18 @@ def product_lists(
     return keyword, semantic
 
 
-def _same(scores: Scores) -> Scores:
-    return scores
-
-
 def fuse(
     lists: Lists, settings: Settings, idea: Idea | None = None, value: float = 0.0
 ) -> list[int]:
     """The rowids of ``hybrid_rows``'s fusion over ``lists``, changed by ``idea`` at ``value``;
     best first, vault copies dropped."""
-    keyword, semantic = product_lists(lists, settings)
-    post: Callable[[Scores], Scores] = _same
-    if idea is not None:
-        keyword, semantic, post = idea(lists, value)
+    replayed = Replayed(*product_lists(lists, settings)) if idea is None else idea(lists, value)
+    keyword, semantic, post, vector_weight = replayed
+    if vector_weight is None:
+        vector_weight = settings.search_vector_weight
     fused = hybrid.rrf_fuse(
         [[int(str(row[-1])) for row in keyword], [rowid for rowid, _ in semantic]],
-        [settings.search_bm25_weight, settings.search_vector_weight],
+        [settings.search_bm25_weight, vector_weight],
         settings.search_rrf_k,
     )
     today = Date.today()
@@ -157,7 +195,7 @@ def _group(row: Row) -> tuple[object, ...]:
 
 
 def _fused_nearby(keep_bm25: bool, settings: Settings) -> Idea:
-    def idea(lists: Lists, weight: float) -> Any:
+    def idea(lists: Lists, weight: float) -> Replayed:
         keyword, semantic = product_lists(lists, settings)
         if not keep_bm25:
             keyword = lists.keyword[: hybrid.POOL]
@@ -167,15 +205,15 @@ def _fused_nearby(keep_bm25: bool, settings: Settings) -> Idea:
             rows = [(-score, *lists.rows[rowid][1:]) for rowid, score in scores.items()]
             return {int(str(row[-1])): -float(str(row[0])) for row in lift_nearby(rows, weight)}
 
-        return keyword, semantic, post
+        return Replayed(keyword, semantic, post)
 
     return idea
 
 
 def _reorder(settings: Settings, change: Callable[[Lists, Scores, float], Scores]) -> Idea:
-    def idea(lists: Lists, value: float) -> Any:
+    def idea(lists: Lists, value: float) -> Replayed:
         keyword, semantic = product_lists(lists, settings)
-        return keyword, semantic, lambda scores: change(lists, scores, value)
+        return Replayed(keyword, semantic, lambda scores: change(lists, scores, value))
 
     return idea
 
@@ -250,8 +288,109 @@ def fused_date(lists: Lists, scores: Scores, weight: float) -> Scores:
 
 
 def _vector_date(settings: Settings) -> Idea:
-    def idea(lists: Lists, weight: float) -> Any:
-        return (*product_lists(lists, settings, weight), _same)
+    def idea(lists: Lists, weight: float) -> Replayed:
+        return Replayed(*product_lists(lists, settings, weight))
+
+    return idea
+
+
+def _idf(entries: int, holding: int) -> float:
+    """Okapi idf, floored at 0 as FTS5 floors it (just above)."""
+    return max(math.log((entries - holding + 0.5) / (holding + 0.5)), 0.0)
+
+
+def rebuilt_keyword(lists: Lists, weights: Mapping[str, float], settings: Settings) -> list[Row]:
+    """BM25's list from each query word's score x ``weights`` (default 1; ``Lists.terms``),
+    ties by rowid, its first ``POOL`` lifted as the product lifts them."""
+    total: dict[int, float] = defaultdict(float)
+    for term, scores in lists.terms.items():
+        weight = weights.get(term, 1.0)
+        for rowid, score in scores.items():
+            total[rowid] += weight * score
+    ranked = sorted(total.items(), key=lambda item: (item[1], item[0]))[: hybrid.POOL]
+    rows = [(score, *lists.rows[rowid][1:]) for rowid, score in ranked]
+    return lift_nearby(rows, settings.search_nearby_weight)
+
+
+def _rowids(rows: Sequence[Row]) -> list[int]:
+    return [int(str(row[-1])) for row in rows]
+
+
+def _content(lists: Lists) -> list[str]:
+    return [term for term in lists.terms if term not in lists.names]
+
+
+def confidence_by_score(lists: Lists) -> float:
+    """BM25's best raw score over the sum of each query word's best score alone (0 to 1)."""
+    possible = sum(-min(scores.values()) for scores in lists.terms.values() if scores)
+    best = -float(str(lists.keyword[0][0])) if lists.keyword else 0.0
+    return min(best / possible, 1.0) if possible > 0 else 0.0
+
+
+def confidence_by_words(lists: Lists) -> float:
+    """The idf-weighted share of the query's words (names left out) that BM25's best entry
+    holds in its own text (0 to 1)."""
+    if not lists.keyword:
+        return 0.0
+    entries = len(lists.rows)
+    idf = {term: _idf(entries, len(lists.own[term])) for term in _content(lists)}
+    top = int(str(lists.keyword[0][-1]))
+    total = sum(idf.values())
+    return sum(v for t, v in idf.items() if top in lists.own[t]) / total if total > 0 else 0.0
+
+
+def _adaptive(settings: Settings, confidence: Callable[[Lists], float]) -> Idea:
+    def idea(lists: Lists, slope: float) -> Replayed:
+        factor = max(0.0, 1.0 + slope * (1.0 - 2.0 * confidence(lists)))
+        return Replayed(
+            *product_lists(lists, settings), _same, settings.search_vector_weight * factor
+        )
+
+    return idea
+
+
+def _reweighted(settings: Settings, idf: Callable[[Lists, str], float]) -> Idea:
+    def idea(lists: Lists, power: float) -> Replayed:
+        values = {term: idf(lists, term) + 0.1 for term in lists.terms}
+        mean = sum(values.values()) / len(values) if values else 1.0
+        weights = {term: (value / mean) ** power for term, value in values.items()}
+        semantic = product_lists(lists, settings)[1]
+        return Replayed(rebuilt_keyword(lists, weights, settings), semantic)
+
+    return idea
+
+
+def own_idf(lists: Lists, term: str) -> float:
+    """``term``'s idf over the entries' own text."""
+    return _idf(len(lists.rows), len(lists.own[term]))
+
+
+def candidate_idf(lists: Lists, term: str) -> float:
+    """``term``'s idf within the entries some query word matches (any column)."""
+    matched = set().union(*lists.terms.values())
+    return math.log((len(matched) + 1) / (len(lists.terms[term]) + 0.5))
+
+
+def _coordination(settings: Settings) -> Idea:
+    def idea(lists: Lists, power: float) -> Replayed:
+        content = _content(lists)
+        held: dict[int, int] = defaultdict(int)
+        for term in content:
+            for rowid in lists.terms[term]:
+                held[rowid] += 1
+        share = max(len(content), 1)
+        total: dict[int, float] = defaultdict(float)
+        for scores in lists.terms.values():
+            for rowid, score in scores.items():
+                total[rowid] += score
+        # Scores are negative: x share^b < 1 lowers an entry holding few of the words.
+        ranked = sorted(
+            ((rowid, score * (held[rowid] / share) ** power) for rowid, score in total.items()),
+            key=lambda item: (item[1], item[0]),
+        )[: hybrid.POOL]
+        rows = [(score, *lists.rows[rowid][1:]) for rowid, score in ranked]
+        keyword = lift_nearby(rows, settings.search_nearby_weight)
+        return Replayed(keyword, product_lists(lists, settings)[1])
 
     return idea
 
@@ -267,30 +406,55 @@ def ideas(settings: Settings) -> dict[str, tuple[Idea, list[str]]]:
         "mmr": (_reorder(settings, mmr), ["1", "0.9", "0.8", "0.7"]),
         "vector-date": (_vector_date(settings), ["0", "0.25", "0.5", "1"]),
         "fused-date": (_reorder(settings, fused_date), ["0", "0.25", "0.5", "1"]),
+        "adaptive-vector-score": (
+            _adaptive(settings, confidence_by_score),
+            ["0", "0.25", "0.5", "1", "-0.5"],
+        ),
+        "adaptive-vector-words": (
+            _adaptive(settings, confidence_by_words),
+            ["0", "0.25", "0.5", "1", "-0.5"],
+        ),
+        "word-idf": (_reweighted(settings, own_idf), ["0", "-0.5", "-0.25", "0.5", "1", "2"]),
+        "candidate-idf": (_reweighted(settings, candidate_idf), ["0", "0.5", "1", "2"]),
+        "coordination": (_coordination(settings), ["0", "0.25", "0.5", "1"]),
     }
 
 
 def question_lists(
-    conn: sqlite3.Connection, query: str, embedder: Embedder, settings: Settings
+    conn: sqlite3.Connection,
+    query: str,
+    embedder: Embedder,
+    settings: Settings,
+    entries: Mapping[int, Row],
 ) -> Lists | None:
-    """The candidates of one question, read once (module doc); None when it has no words."""
+    """The candidates of one question, read once (module doc); None when it has no words.
+    ``entries`` is every entry's row (``ROW_SQL``) by rowid."""
     expression = fts_query(query)
     if expression is None:
         return None
     plain = settings.replace(search_nearby_weight=0.0, search_vector_date_boost=0.0)
-    keyword = bm25_rows(conn, expression, DEPTH, Ranking.for_query(query, plain))
+    ranking = Ranking.for_query(query, plain)
+    keyword = bm25_rows(conn, expression, DEPTH, ranking)
     semantic = hybrid._semantic(conn, query, embedder, DEPTH, plain) or []
-    rows = {int(str(row[-1])): row for row in keyword}
-    for rowid, _ in semantic:
-        if rowid not in rows:
-            rows[rowid] = tuple(conn.execute(ROW_SQL, (rowid,)).fetchone())
+    wanted = {int(str(row[-1])) for row in keyword} | {rowid for rowid, _ in semantic}
     spans = query_dates(query)
-    dated = hybrid._passing(conn, list(rows), *date_condition(spans)) if spans else set()
+    dated = hybrid._passing(conn, list(wanted), *date_condition(spans)) if spans else set()
     snap = VectorStore(conn, embedder, 0.0)._loaded()
-    wanted = set(rows)
     assert snap.rowids is not None and snap.matrix is not None
     vectors = {r: snap.matrix[i] for i, r in enumerate(snap.rowids) if r in wanted}
-    return Lists(keyword, semantic, rows, dated, vectors)
+    terms: dict[str, dict[int, float]] = {}
+    own: dict[str, set[int]] = {}
+    for term in query_tokens(query):
+        alone = fts_query(term)
+        assert alone is not None
+        rows = bm25_rows(conn, alone, len(entries), ranking)
+        terms[term] = {int(str(row[-1])): float(str(row[0])) for row in rows}
+        found = conn.execute(
+            "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?", (f"{{text}} : {alone}",)
+        )
+        own[term] = {int(rowid) for (rowid,) in found}
+    names = {name.casefold() for name in query_speakers(query) if name.casefold() not in ROLES}
+    return Lists(keyword, semantic, entries, dated, vectors, terms, own, names)
 
 
 def _collect(
@@ -298,7 +462,8 @@ def _collect(
 ) -> list[tuple[Lists | None, dict[int, str]]]:
     """Each question's lists and the entries' ids by rowid."""
     ids = {int(r): str(i) for r, i in conn.execute("SELECT rowid, id FROM entries")}
-    return [(question_lists(conn, text, embedder, settings), ids) for text in texts]
+    entries = {rowid: tuple(conn.execute(ROW_SQL, (rowid,)).fetchone()) for rowid in ids}
+    return [(question_lists(conn, text, embedder, settings, entries), ids) for text in texts]
 
 
 def run(data: list[dict[str, Any]], settings: Settings, check: bool) -> dict[str, Any]:
@@ -325,6 +490,10 @@ def run(data: list[dict[str, Any]], settings: Settings, check: bool) -> dict[str
                     ]
                     if got != hits:
                         raise SystemExit(f"replay differs from search() on {question.text!r}")
+                    if lists and _rowids(rebuilt_keyword(lists, {}, settings)) != _rowids(
+                        product_lists(lists, settings)[0]
+                    ):
+                        raise SystemExit(f"words' scores do not add up on {question.text!r}")
             for name, (idea, values) in table.items():
                 for value in values:
                     scored = []
