@@ -45,6 +45,8 @@ is the product's list):
 - ``candidate-idf``: the same with the idf taken within the entries any query word matches.
 - ``coordination``: an entry's score x (the share of the query's words, names left out, it
   matches in any column)^b.
+- ``rarest-word``: an entry that does not match the query's rarest word (own-text document
+  frequency, names left out) scores x f.
 
 Each idea is scored like ``locomo_recall.py --sweep``: turn R@5 / R@10 overall, per category and
 per conversation for each value, and leave-one-conversation-out over the values (``Fold``).
@@ -299,14 +301,23 @@ def _idf(entries: int, holding: int) -> float:
     return max(math.log((entries - holding + 0.5) / (holding + 0.5)), 0.0)
 
 
-def rebuilt_keyword(lists: Lists, weights: Mapping[str, float], settings: Settings) -> list[Row]:
+def rebuilt_keyword(
+    lists: Lists,
+    weights: Mapping[str, float],
+    settings: Settings,
+    factor: Callable[[int], float] | None = None,
+) -> list[Row]:
     """BM25's list from each query word's score x ``weights`` (default 1; ``Lists.terms``),
-    ties by rowid, its first ``POOL`` lifted as the product lifts them."""
+    each entry's sum x ``factor(rowid)`` when given, ties by rowid, its first ``POOL`` lifted as
+    the product lifts them."""
     total: dict[int, float] = defaultdict(float)
     for term, scores in lists.terms.items():
         weight = weights.get(term, 1.0)
         for rowid, score in scores.items():
             total[rowid] += weight * score
+    if factor is not None:
+        # Scores are negative: a factor below 1 lowers an entry.
+        total = defaultdict(float, {rowid: score * factor(rowid) for rowid, score in total.items()})
     ranked = sorted(total.items(), key=lambda item: (item[1], item[0]))[: hybrid.POOL]
     rows = [(score, *lists.rows[rowid][1:]) for rowid, score in ranked]
     return lift_nearby(rows, settings.search_nearby_weight)
@@ -371,25 +382,32 @@ def candidate_idf(lists: Lists, term: str) -> float:
     return math.log((len(matched) + 1) / (len(lists.terms[term]) + 0.5))
 
 
-def _coordination(settings: Settings) -> Idea:
-    def idea(lists: Lists, power: float) -> Replayed:
-        content = _content(lists)
-        held: dict[int, int] = defaultdict(int)
-        for term in content:
-            for rowid in lists.terms[term]:
-                held[rowid] += 1
-        share = max(len(content), 1)
-        total: dict[int, float] = defaultdict(float)
-        for scores in lists.terms.values():
-            for rowid, score in scores.items():
-                total[rowid] += score
-        # Scores are negative: x share^b < 1 lowers an entry holding few of the words.
-        ranked = sorted(
-            ((rowid, score * (held[rowid] / share) ** power) for rowid, score in total.items()),
-            key=lambda item: (item[1], item[0]),
-        )[: hybrid.POOL]
-        rows = [(score, *lists.rows[rowid][1:]) for rowid, score in ranked]
-        keyword = lift_nearby(rows, settings.search_nearby_weight)
+def coordination(lists: Lists, power: float) -> Callable[[int], float]:
+    """An entry's factor: the share of the query's words (names left out) it matches, ^power."""
+    content = _content(lists)
+    held: dict[int, int] = defaultdict(int)
+    for term in content:
+        for rowid in lists.terms[term]:
+            held[rowid] += 1
+    share = max(len(content), 1)
+    return lambda rowid: float((held[rowid] / share) ** power)
+
+
+def rarest_word(lists: Lists, factor: float) -> Callable[[int], float]:
+    """An entry's factor: ``factor`` unless it matches the query's rarest word (by own-text
+    document frequency, names left out), 1 when it does."""
+    content = [term for term in _content(lists) if lists.terms[term]]
+    if not content:
+        return lambda rowid: 1.0
+    holding = lists.terms[min(content, key=lambda term: len(lists.own[term]))]
+    return lambda rowid: 1.0 if rowid in holding else factor
+
+
+def _rescored(
+    settings: Settings, factors: Callable[[Lists, float], Callable[[int], float]]
+) -> Idea:
+    def idea(lists: Lists, value: float) -> Replayed:
+        keyword = rebuilt_keyword(lists, {}, settings, factors(lists, value))
         return Replayed(keyword, product_lists(lists, settings)[1])
 
     return idea
@@ -416,7 +434,8 @@ def ideas(settings: Settings) -> dict[str, tuple[Idea, list[str]]]:
         ),
         "word-idf": (_reweighted(settings, own_idf), ["0", "-0.5", "-0.25", "0.5", "1", "2"]),
         "candidate-idf": (_reweighted(settings, candidate_idf), ["0", "0.5", "1", "2"]),
-        "coordination": (_coordination(settings), ["0", "0.25", "0.5", "1"]),
+        "coordination": (_rescored(settings, coordination), ["0", "0.25", "0.5", "1"]),
+        "rarest-word": (_rescored(settings, rarest_word), ["1", "0.8", "0.6", "0.4"]),
     }
 
 
