@@ -18,7 +18,7 @@ no later completion (a ✅, a milestone or a "completed" line) that shares most 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -39,6 +39,7 @@ __all__ = [
     "drop_closed",
     "from_observations",
     "from_sections",
+    "replaced_cites",
     "since",
 ]
 
@@ -52,6 +53,7 @@ LOOP_DAYS = 30
 # for people, noise in a prompt.
 _CITATION = re.compile(r"\s*\((?:seen [^;)]*;\s*)?\^[0-9a-z]{6,16}(?:,\s*\^[0-9a-z]{6,16})*\)")
 _REPLACING = re.compile(r"\s*\(replacing [^)]*\)")
+_REPLACED_BY = "~~ → replaced by "
 _SEEN = re.compile(r"\(seen (\d{4}-\d{2}-\d{2})[;)]")
 _BLOCK_ID = re.compile(r"\s*\^[0-9a-z]{6,16}\s*$")
 _DECISION_CUE = re.compile(
@@ -207,6 +209,16 @@ def from_sections(
     return out
 
 
+def replaced_cites(data: bytes) -> set[str]:
+    """The observations that reflections.md's superseded lines (``~~old~~ → replaced by new``)
+    rest on: facts the memory knows to be out of date, which no context may serve again."""
+    out: set[str] = set()
+    for entry in parse_sections(data, kind="reflections").entries:
+        if _clean(entry.text).startswith("~~") and _REPLACED_BY in entry.text:
+            out.update(entry.cites)
+    return out
+
+
 def _anchors(
     observations: list[Observation], projects: Mapping[str, str | None]
 ) -> dict[str | None, str]:
@@ -312,16 +324,22 @@ def _observed(obs: Observation, section: str, project: str | None) -> Entry:
 
 
 def from_observations(
-    doc: ObservationsDoc, projects: Mapping[str, str | None], today: date
+    doc: ObservationsDoc,
+    projects: Mapping[str, str | None],
+    today: date,
+    superseded: Set[str] = frozenset(),
 ) -> list[Candidate]:
-    """Candidates from observations.md: its observations and each day's Current Context.
+    """Candidates from observations.md: its observations and each day's Current Context, less
+    the ``superseded`` ones (``replaced_cites``).
 
     Open loops are every commitment and task not marked done; ``drop_closed`` then removes the
     ones a later completion closes."""
     observations = [o for o in doc.observations if o.date <= today.isoformat()]
-    anchors = _anchors(observations, projects)
+    anchors = _anchors(observations, projects)  # a superseded fact was activity all the same
     out: list[Candidate] = []
     for obs in observations:
+        if obs.id in superseded:
+            continue
         project = projects.get(obs.id)
         anchor = anchors.get(project) or anchors.get(None, today.isoformat())
         recent = obs.date >= since(anchor, RECENT_DAYS)

@@ -33,6 +33,7 @@ from obsmem.context.gather import (
     drop_closed,
     from_observations,
     from_sections,
+    replaced_cites,
     since,
 )
 from obsmem.context.startup import (
@@ -259,8 +260,9 @@ def prepare_context(
         doc = store.read_observations()
         projects = {key: prov.project for key, prov in store.provenance().items()}
         types = {obs.id: obs.type for obs in doc.observations}
+        reflections = store.read_bytes(store.home / REFLECTIONS_FILE)
         candidates = from_sections(
-            store.read_bytes(store.home / REFLECTIONS_FILE),
+            reflections,
             "reflections",
             (RECENT, 0.4, ""),
             projects,
@@ -272,7 +274,7 @@ def prepare_context(
         candidates += from_sections(
             blank_generated(active_bytes), "active", (ACTIVE, 0.6, ""), projects, types
         )
-        candidates += from_observations(doc, projects, today)
+        candidates += from_observations(doc, projects, today, replaced_cites(reflections))
         candidates = drop_closed(candidates, completions_in(doc.observations, projects))
         anchors = _anchors((c.entry for c in candidates), today)
         # A first cut keeps de-duplication's work bounded however many lines memory holds.

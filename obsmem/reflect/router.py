@@ -204,7 +204,9 @@ def plan_pages(
 
 def _render(items: list[tuple[Observation, list[str]]]) -> list[str]:
     """Block lines: newest first, under one ``## YYYY-MM`` heading per month."""
-    ordered = sorted(items, key=lambda item: (item[0].date, item[0].time or "", item[0].id))
+    # Stable on day and minute: of two lines of one minute, the later in the file is newer (the
+    # items come in file order; ids are hashes and would order them at random).
+    ordered = sorted(items, key=lambda item: (item[0].date, item[0].time or ""))
     lines: list[str] = []
     month = None
     for obs, links in reversed(ordered):

@@ -80,10 +80,6 @@ def durable(obs: Observation) -> bool:
     return obs.importance >= PROJECT_FACT_IMPORTANCE and is_project_fact(obs.text)
 
 
-def _order(obs: Observation) -> tuple[str, str, str]:
-    return (obs.date, obs.time or "", obs.id)
-
-
 class Rules:
     """The rules over one document, the observations around the new ones, and the clock."""
 
@@ -99,6 +95,10 @@ class Rules:
         self.doc = doc
         self.pool = pool
         self.by_id = {o.id: o for o in pool}
+        # The pool is in date order, file order within a day: the position breaks ties of day
+        # and minute, so of two lines written in one minute the later in the file is the later
+        # fact (ids are hashes: ordering by them would pick one at random).
+        self._position = {o.id: i for i, o in enumerate(pool)}
         self.ledger = ledger
         self.cited = cited  # ids cited in reflections.md and archive/reflections/ (grows)
         self.report = report
@@ -127,10 +127,14 @@ class Rules:
             return sub.name
         return self._project(line.cites[0]) if line.cites else None
 
-    def _founding(self, line: OmLine) -> tuple[str, str, str]:
+    def _order(self, obs: Observation) -> tuple[str, str, int]:
+        """When ``obs`` was made: its day, its minute, then its place in the file."""
+        return (obs.date, obs.time or "", self._position.get(obs.id, -1))
+
+    def _founding(self, line: OmLine) -> tuple[str, str, int]:
         """When the observation a line rests on first was made (its ``seen`` day if unknown)."""
         first = self.by_id.get(line.cites[0]) if line.cites else None
-        return _order(first) if first is not None else (line.seen, "", "")
+        return self._order(first) if first is not None else (line.seen, "", -1)
 
     def _subject_index(self, home: Home) -> SubjectIndex[str]:
         index = self._subjects.get(home)
@@ -178,7 +182,7 @@ class Rules:
         days = {obs.date, *(t.date for t in twins)}
         if not durable(obs) and len(days) < 2:
             return
-        chosen = sorted([obs, *twins], key=_order)
+        chosen = sorted([obs, *twins], key=self._order)
         first = chosen[0]
         home = self._home(first)
         line = OmLine(
@@ -211,7 +215,7 @@ class Rules:
             cites.insert(bisect.bisect_right(dates, obs.date), obs.id)
         line = replace(old, cites=cites[:MAX_CITES], seen=max(old.seen, obs.date))
         first = self.by_id.get(old.cites[0]) if old.cites else None
-        if first is not None and _order(obs) < _order(first) and old.text == first.text:
+        if first is not None and self._order(obs) < self._order(first) and old.text == first.text:
             # An earlier sighting arrived late (a backfill): the line is founded on it, as it
             # would have been had it come first. A text edited by hand is kept.
             line = replace(line, rid=make_id("reflection", obs.id), text=obs.text)
@@ -247,7 +251,7 @@ class Rules:
             if subject_overlap(first.text, old.core) < CONTRADICTION_OVERLAP:
                 continue
             self.report.replaced += 1
-            if self._founding(old) > _order(first):
+            if self._founding(old) > self._order(first):
                 return line.superseded(old.core, self._founding(old)[0])
             self._forget(old.rid)
             self.doc.remove(place)

@@ -348,3 +348,23 @@ def test_a_hand_written_line_plans_only_in_words_of_a_plan(store: MemoryStore) -
         "Atlas: 1.0 release on 2026-12-05": "2026-12-05",
         "Atlas: incident of 2026-11-01 reviewed with the team": None,
     }
+
+
+def test_a_superseded_observation_is_not_served_again(store: MemoryStore) -> None:
+    # The replaced fact is the more important one: without knowing it was replaced, the
+    # context would pick it over the line that replaced it.
+    from obsmem.reflect.offline import reflect
+
+    store.add_observations([
+        new_observation("We use Memcached for the session cache", date="2026-11-28",
+                        time="10:00", type="decision", importance=0.95, provenance=prov("atlas")),
+        new_observation("We use Redis for the session cache instead of Memcached",
+                        date="2026-11-28", time="11:00", type="decision", importance=0.85,
+                        provenance=prov("atlas")),
+    ])  # fmt: skip
+    settings = load_settings()
+    assert reflect(store, settings, today=date(2026, 11, 29), provider=None).replaced == 1
+    prepare_context(store, today=date(2026, 11, 29))
+    decisions = entries_of(store, "Decisions")
+    assert any("Redis" in text for text in decisions)
+    assert not any(text.startswith("We use Memcached") for text in decisions)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 import shutil
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 import obsmem.reflect.offline as offline_module
+from obsmem.context.prepare import prepare_context
+from obsmem.context.startup import build_context, load_entries
 from obsmem.errors import MemoryFileError
 from obsmem.memory.markdown import body, split_lines
 from obsmem.memory.model import Observation, Provenance
@@ -218,6 +221,28 @@ def test_an_older_decision_arriving_later_is_kept_as_replaced(store: MemoryStore
     found = {(section, sub): line for section, sub, line in lines_in(store).values()}
     assert found["Active Projects", "billing"].text == "Uses Aerich for database migrations"
     assert found["Archive", None].text.startswith("~~Uses Alembic for database migrations~~ →")
+
+
+@pytest.mark.parametrize(("first_id", "second_id"), [("zzzzzzzzzz", "0000000000"),
+                                                    ("0000000000", "zzzzzzzzzz")])  # fmt: skip
+def test_the_later_line_wins_a_tie_of_day_and_minute(
+    store: MemoryStore, first_id: str, second_id: str
+) -> None:
+    # Two decisions written within one minute: their ids are hashes, so only the order of
+    # the lines in the file says which came last, whichever id sorts first.
+    old = obs("We use Memcached for the session cache", "2026-03-02", type="decision", i=0.9,
+              time="14:24", project="atlas")  # fmt: skip
+    new = obs("We use Redis for the session cache instead of Memcached", "2026-03-02",
+              type="decision", i=0.9, time="14:24", project="atlas")  # fmt: skip
+    store.add_observations([replace(old, id=first_id), replace(new, id=second_id)])
+    assert run(store, "2026-03-03").replaced == 1
+    found = {(section, sub): line for section, sub, line in lines_in(store).values()}
+    assert found["Active Projects", "atlas"].text == new.text
+    assert found["Archive", None].text == f"~~{old.text}~~ → replaced by {new.text} (2026-03-02)"
+    prepare_context(store, today=date(2026, 3, 3))
+    entries, _ = load_entries(store.context_path)
+    shown = build_context(entries, project="atlas", today=date(2026, 3, 3))
+    assert "Redis" in shown and "We use Memcached" not in shown
 
 
 def test_ageing_demotes_after_14_days_and_retires_after_30(store: MemoryStore) -> None:

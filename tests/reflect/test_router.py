@@ -265,3 +265,17 @@ def test_observe_files_into_the_vault_and_survives_a_failure(
     report = ObserveReport()
     _after_writing(broken, report)
     assert [p for p in report.problems if p.startswith("vault not updated")]
+
+
+@pytest.mark.parametrize("ids", [("zzzzzzzzzz", "0000000000"), ("0000000000", "zzzzzzzzzz")])
+def test_of_one_minute_the_later_line_is_listed_first(
+    store: MemoryStore, ids: tuple[str, str]
+) -> None:
+    from dataclasses import replace
+
+    first = replace(obs("We use Memcached for the session cache", "decision", 0.9), id=ids[0])
+    second = replace(obs("We use Redis for the session cache", "decision", 0.9), id=ids[1])
+    store.add_observations([first, second])
+    route(store)
+    page = (store.vault_dir / "decisions.md").read_text(encoding="utf-8")
+    assert page.index("Redis") < page.index("Memcached")  # newest first
