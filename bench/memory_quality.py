@@ -26,7 +26,13 @@ Scoring (a fact is a list of regular expressions, matched case-insensitively):
 - *compression*: transcript text characters (every string of the records except identifiers,
   times and other metadata, see ``transcript_text_chars``) over observation text characters (the
   observation lines without their priority, time, tags, label and id);
-- *context ok*: the context has entries and holds at least two of the session's facts.
+- *context ok*: the context has entries and holds at least two of the session's facts;
+- *durable in long-term memory*: of the facts of kind ``decision``, ``preference`` and ``fact``
+  (what the user decided or accepted, their preferences and constraints, what the project is
+  and is built from), those some line of reflections.md or profile.md matches (the same rule
+  as *kept*): what reaches long-term memory after one session;
+- *near-duplicate context lines*: pairs of context entries whose word-bigram Jaccard similarity
+  is 0.8 or more (words case-folded; a one-word entry is its word), which say one thing twice.
 
 Overall figures pool the facts and lines of every session. Offline rules by default
 (``OM_LLM_PROVIDER=none``); no network is used. The targets (design.md) are printed beside the
@@ -46,6 +52,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +65,15 @@ GLOBAL_NOISE = "_noise.json"
 TARGET_KEPT = 0.60
 TARGET_NOISE = 0.15
 TARGET_CONTEXT_FACTS = 2
+TARGET_NEAR_DUPLICATES = 0
+
+#: The kinds of facts that belong in long-term memory (the label README's kinds).
+DURABLE_KINDS = frozenset({"decision", "preference", "fact"})
+#: Two context entries at this word-bigram Jaccard similarity or more say the same thing.
+NEAR_DUPLICATE = 0.8
+#: The files of long-term memory: what the reflector and the profile keep.
+LONG_TERM_FILES = ("reflections.md", "profile.md")
+_WORD = re.compile(r"[^\W_]+")
 
 #: An observation line: a list item of observations.md or archive/, an observation ("- 🔴 ...",
 #: docs/architecture.md) or a line of a day's Current Context ("- **Active task:** ...").
@@ -329,6 +345,28 @@ def observation_lines(memory: Path) -> list[str]:
     return lines
 
 
+def word_bigrams(text: str) -> frozenset[tuple[str, ...]]:
+    """The case-folded word bigrams of ``text`` (its one word, for a text of one word)."""
+    words = _WORD.findall(text.casefold())
+    if len(words) < 2:
+        return frozenset((w,) for w in words)
+    return frozenset(pairwise(words))
+
+
+def near_duplicates(lines: Sequence[str]) -> list[tuple[str, str]]:
+    """The pairs of ``lines`` whose word bigrams have a Jaccard similarity of ``NEAR_DUPLICATE``
+    or more (each pair once, in the order the lines come)."""
+    grams = [word_bigrams(line) for line in lines]
+    out = []
+    for i, a in enumerate(grams):
+        for j in range(i + 1, len(grams)):
+            b = grams[j]
+            union = a | b
+            if union and len(a & b) / len(union) >= NEAR_DUPLICATE:
+                out.append((lines[i], lines[j]))
+    return out
+
+
 def observation_text(line: str) -> str:
     """An observation line without its priority, time, tags and block id."""
     return _OBS_ID.sub("", _OBS_PREFIX.sub("", line)).strip()
@@ -386,6 +424,9 @@ class SessionScore:
     transcript_chars: int = 0
     observation_chars: int = 0
     context_entries: int = 0
+    durable: int = 0
+    durable_long_term: list[str] = field(default_factory=list)
+    near_duplicates: list[tuple[str, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     noise_examples: list[str] = field(default_factory=list)
     #: Every observation line with what it is: ``noise``, ``unlabelled`` or the facts it keeps.
@@ -416,6 +457,12 @@ class SessionScore:
             "compression": _ratio(self.transcript_chars, self.observation_chars),
             "context_entries": self.context_entries,
             "context_ok": self.context_ok,
+            "durable": self.durable,
+            "durable_long_term": len(self.durable_long_term),
+            "durable_long_term_share": _share(len(self.durable_long_term), self.durable),
+            "durable_long_term_facts": self.durable_long_term,
+            "near_duplicates": len(self.near_duplicates),
+            "near_duplicate_pairs": [list(pair) for pair in self.near_duplicates],
             "kept_facts": self.kept,
             "missed_facts": [],  # filled by score_session
             "context_facts": self.in_context,
@@ -445,17 +492,26 @@ def score_session(
     obs_lines: Sequence[str],
     context: str,
     transcript_chars: int,
+    long_term: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Score one session from the lines om wrote and the context it printed."""
+    """Score one session from the lines om wrote and the context it printed; ``long_term`` are
+    the lines of reflections.md and profile.md."""
     score = SessionScore(label.key, label.agent, label.project, facts=len(label.facts))
     context_lines = [line for line in context.splitlines() if _ENTRY.match(line)]
     # A noise line keeps nothing: a fact's words inside a routine error or a sub-agent's prompt
     # posing as the user's are not the fact remembered.
+    # Near-duplicates are counted on every entry shown, noise or not: both take a place.
+    score.near_duplicates = near_duplicates([line.strip()[2:] for line in context_lines])
     memory_lines = [line for line in memory_lines if not is_noise(label, line)]
     context_lines = [line for line in context_lines if not is_noise(label, line)]
+    long_term = [line for line in long_term if not is_noise(label, line)]
     for fact in label.facts:
         if any(fact.matches(line) for line in memory_lines):
             score.kept.append(fact.name)
+        if fact.kind in DURABLE_KINDS:
+            score.durable += 1
+            if any(fact.matches(line) for line in long_term):
+                score.durable_long_term.append(fact.name)
         if any(fact.matches(line) for line in context_lines):
             score.in_context.append(fact.name)
     for line in obs_lines:
@@ -492,6 +548,9 @@ def overall(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     t_chars = sum(s["transcript_chars"] for s in sessions)
     o_chars = sum(s["observation_chars"] for s in sessions)
     context_ok = sum(1 for s in sessions if s["context_ok"])
+    durable = sum(s["durable"] for s in sessions)
+    durable_long_term = sum(s["durable_long_term"] for s in sessions)
+    duplicates = sum(s["near_duplicates"] for s in sessions)
     kept_share = _share(kept, facts)
     noise_share = _share(noise, lines)
     return {
@@ -509,15 +568,21 @@ def overall(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "observation_chars": o_chars,
         "compression": _ratio(t_chars, o_chars),
         "context_ok_sessions": context_ok,
+        "durable": durable,
+        "durable_long_term": durable_long_term,
+        "durable_long_term_share": _share(durable_long_term, durable),
+        "near_duplicates": duplicates,
         "targets": {
             "kept_share": TARGET_KEPT,
             "noise_share": TARGET_NOISE,
             "context_facts_per_session": TARGET_CONTEXT_FACTS,
+            "near_duplicates": TARGET_NEAR_DUPLICATES,
         },
         "met": {
             "kept_share": kept_share is not None and kept_share >= TARGET_KEPT,
             "noise_share": noise_share is not None and noise_share <= TARGET_NOISE,
             "context_every_session": bool(sessions) and context_ok == len(sessions),
+            "near_duplicates": duplicates <= TARGET_NEAR_DUPLICATES,
         },
     }
 
@@ -562,8 +627,19 @@ def run_session(
         for path in memory_files(memory)
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
     ]
+    long_term = [
+        line
+        for name in LONG_TERM_FILES
+        if (memory / name).is_file()
+        for line in (memory / name).read_text(encoding="utf-8", errors="replace").splitlines()
+    ]
     result = score_session(
-        label, memory_lines, observation_lines(memory), context, transcript_text_chars(placed)
+        label,
+        memory_lines,
+        observation_lines(memory),
+        context,
+        transcript_text_chars(placed),
+        long_term=long_term,
     )
     result["errors"] = errors
     return result
@@ -592,7 +668,7 @@ def render(report: Mapping[str, Any]) -> str:
     """A readable table: one row per session, then the overall figures against the targets."""
     head = (
         f"{'session':<52} {'kept':>9} {'context':>9} {'obs':>4} {'noise':>11} "
-        f"{'unlab.':>6} {'compr.':>7} {'ctx ok':>6}"
+        f"{'unlab.':>6} {'compr.':>7} {'ctx ok':>6} {'durable':>9} {'dups':>4}"
     )
     rows = [head, "-" * len(head)]
     for s in report["sessions"]:
@@ -602,9 +678,13 @@ def render(report: Mapping[str, Any]) -> str:
             f"{s['in_context']:>2}/{s['facts']:<2} {_pct(s['in_context_share']):>4} "
             f"{s['observation_lines']:>4} {s['noise_lines']:>4} {_pct(s['noise_share']):>6} "
             f"{s['unlabelled_lines']:>6} {compression:>7} {'yes' if s['context_ok'] else 'no':>6}"
+            f" {s['durable_long_term']:>2}/{s['durable']:<2} "
+            f"{_pct(s['durable_long_term_share']):>4} {s['near_duplicates']:>4}"
         )
         for error in s["errors"]:
             rows.append(f"    error: {error}")
+        for a, b in s["near_duplicate_pairs"]:
+            rows.append(f"    near-duplicate: {a[:70]!r} ~ {b[:70]!r}")
     o = report["overall"]
     met = o["met"]
     rows += [
@@ -622,6 +702,11 @@ def render(report: Mapping[str, Any]) -> str:
         f"  context with >= {TARGET_CONTEXT_FACTS} facts "
         f"{o['context_ok_sessions']}/{o['sessions']} sessions   (target: every one: "
         f"{'met' if met['context_every_session'] else 'NOT met'})",
+        f"  durable facts in long-term memory {o['durable_long_term']}/{o['durable']} = "
+        f"{_pct(o['durable_long_term_share'])}   (decisions, preferences, facts in "
+        "reflections.md or profile.md)",
+        f"  near-duplicate context lines {o['near_duplicates']} pairs   (target "
+        f"{TARGET_NEAR_DUPLICATES}: {'met' if met['near_duplicates'] else 'NOT met'})",
     ]
     return "\n".join(rows)
 

@@ -103,6 +103,42 @@ def test_scoring_on_a_hand_made_memory() -> None:
     assert report["compression"] == round(10_000 / report["observation_chars"], 2)
 
 
+def test_durable_facts_count_only_in_long_term_memory() -> None:
+    label = _label()
+    obs = ["- 🔴 10:00 [decision|c=0.9|i=0.9] Chose Postgres for writes ^aaaaaaaaaa"]
+    long_term = [
+        "## Active Projects",
+        "- 🔴 The dev server listens on port 3000 (seen 2026-01-01; ^bbbbbbbbbb) ^cccccccccc",
+        # A noise line keeps nothing, in long-term memory too.
+        "- ls: cannot access 'postgres': chose the wrong folder",
+        "- Demo on Friday",  # a task: not a durable kind
+    ]
+    report = Q.score_session(label, obs + long_term, obs, "", 0, long_term=long_term)
+    assert report["durable"] == 2  # the decision and the fact; the task is not durable
+    assert report["durable_long_term_facts"] == ["port"]
+    assert report["durable_long_term_share"] == 0.5
+    assert report["kept_facts"] == ["db choice", "deadline", "port"]
+
+
+def test_near_duplicate_context_lines_are_counted_in_pairs() -> None:
+    context = (
+        "# What om remembers\n\n## Decisions\n"
+        "- Chose Postgres for the orders service writes\n"
+        "- chose postgres for the orders service writes!\n"  # the same words: one pair
+        "- Chose Postgres for the billing service\n"  # shares some bigrams, under 0.8
+        "- Ship\n- ship\n"  # one word each: the word is the bigram
+    )
+    report = Q.score_session(_label(), [], [], context, 0)
+    assert report["near_duplicate_pairs"] == [
+        ["Chose Postgres for the orders service writes",
+         "chose postgres for the orders service writes!"],
+        ["Ship", "ship"],
+    ]  # fmt: skip
+    assert report["near_duplicates"] == 2
+    assert Q.near_duplicates(["a b c d e", "a b c d e f"]) == [("a b c d e", "a b c d e f")]
+    assert Q.near_duplicates(["a b c d", "a b c d e f"]) == []  # 3 of 5 bigrams: 0.6
+
+
 def test_context_needs_two_facts_and_entries() -> None:
     label = _label()
     context = "- Chose Postgres\n- Demo due Friday\n"
@@ -138,7 +174,10 @@ def test_overall_pools_sessions_and_checks_targets() -> None:
         "kept_share": False,
         "noise_share": False,
         "context_every_session": False,
+        "near_duplicates": True,
     }
+    # Durable facts (decision, preference, fact) in reflections.md or profile.md, pooled.
+    assert (pooled["durable"], pooled["durable_long_term"]) == (4, 0)
     assert "NOT met" in Q.render({"provider": "none", "sessions": [good, bad], "overall": pooled})
 
 
@@ -210,4 +249,6 @@ def test_a_run_on_two_sessions(tmp_path: Path) -> None:
     assert pooled["sessions"] == 2 and pooled["facts"] == 6
     # Today's level (2026-12-01: 3 of these 6 facts kept), as a floor against regressions.
     assert pooled["kept"] >= 3
+    assert pooled["durable"] == 0  # these two sessions state no decision, preference or fact
+    assert pooled["near_duplicates"] == 0
     assert re.search(r"facts kept in memory\s+\d+/6", Q.render(report))
