@@ -46,7 +46,8 @@ _REJECT = re.compile(
 )
 _CONSTRAINT = re.compile(
     r"\b(?:must(?:n'?t| not)?|should(?:n'?t| not)|don'?t|do not|never|always|avoid"
-    r"|no need to|not allowed|keep in mind|it'?s important|important(?: to|:)|make sure"
+    r"|no need to|not allowed|keep in mind|it'?s important|important(?: not)? to|important:"
+    r"|make sure"
     r"|instead of|rather than|use \S+(?: \S+)? instead|i'?d rather|not acceptable"
     # "Use pytest, not unittest"; "please remember I deploy on a Pi": said to be kept.
     r"|use [^\s,]+(?: [^\s,]+)?,? not|please remember|remember that|bear in mind"

@@ -535,6 +535,16 @@ def test_use_x_not_y_and_please_remember_are_constraints() -> None:
     ]
 
 
+def test_important_not_to_is_a_constraint_of_its_own() -> None:
+    drafts, _ = observe_with_rules(
+        [turn("user", "Write the migration plan. Important not to drop the old table yet.", 1)]
+    )
+    assert [d.text for d in drafts] == [
+        "User asked: Write the migration plan.",
+        "User constraint: Important not to drop the old table yet.",
+    ]
+
+
 def test_a_reply_of_several_acknowledgements_says_nothing() -> None:
     drafts, _ = observe_with_rules(
         [
