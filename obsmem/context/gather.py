@@ -39,7 +39,7 @@ __all__ = [
     "drop_closed",
     "from_observations",
     "from_sections",
-    "replaced_cites",
+    "settled_cites",
     "since",
 ]
 
@@ -84,6 +84,11 @@ _SECTIONS: dict[str, tuple[str, float, str]] = {
     "current projects": (ACTIVE, 0.6, ""),
     "open loops": (LOOPS, 0.6, ""),
 }
+
+#: The sections of reflections.md about the user (not Key Facts: those may be a project's).
+_USERS_SECTIONS = frozenset(
+    {"core identity", "preferences & opinions", "relationship & communication"}
+)
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 # Words that carry no content: two lines differing only in these say the same thing
@@ -209,12 +214,16 @@ def from_sections(
     return out
 
 
-def replaced_cites(data: bytes) -> set[str]:
-    """The observations that reflections.md's superseded lines (``~~old~~ → replaced by new``)
-    rest on: facts the memory knows to be out of date, which no context may serve again."""
+def settled_cites(data: bytes) -> set[str]:
+    """The observations whose fact reflections.md has settled, which are no candidates of their
+    own: those its superseded lines (``~~old~~ → replaced by new``) rest on, out of date and
+    never to be served again, and those its lines about the user (Core Identity, Preferences,
+    Relationship) rest on, served from there, in the profile, as the reflector placed them."""
     out: set[str] = set()
     for entry in parse_sections(data, kind="reflections").entries:
-        if _clean(entry.text).startswith("~~") and _REPLACED_BY in entry.text:
+        top = entry.section.partition(" / ")[0].strip().lower()
+        replaced = _clean(entry.text).startswith("~~") and _REPLACED_BY in entry.text
+        if replaced or top in _USERS_SECTIONS:
             out.update(entry.cites)
     return out
 
@@ -327,18 +336,18 @@ def from_observations(
     doc: ObservationsDoc,
     projects: Mapping[str, str | None],
     today: date,
-    superseded: Set[str] = frozenset(),
+    settled: Set[str] = frozenset(),
 ) -> list[Candidate]:
     """Candidates from observations.md: its observations and each day's Current Context, less
-    the ``superseded`` ones (``replaced_cites``).
+    the ``settled`` ones (``settled_cites``).
 
     Open loops are every commitment and task not marked done; ``drop_closed`` then removes the
     ones a later completion closes."""
     observations = [o for o in doc.observations if o.date <= today.isoformat()]
-    anchors = _anchors(observations, projects)  # a superseded fact was activity all the same
+    anchors = _anchors(observations, projects)  # a settled fact was activity all the same
     out: list[Candidate] = []
     for obs in observations:
-        if obs.id in superseded:
+        if obs.id in settled:
             continue
         project = projects.get(obs.id)
         anchor = anchors.get(project) or anchors.get(None, today.isoformat())

@@ -33,7 +33,7 @@ from obsmem.context.gather import (
     drop_closed,
     from_observations,
     from_sections,
-    replaced_cites,
+    settled_cites,
     since,
 )
 from obsmem.context.startup import (
@@ -274,7 +274,7 @@ def prepare_context(
         candidates += from_sections(
             blank_generated(active_bytes), "active", (ACTIVE, 0.6, ""), projects, types
         )
-        candidates += from_observations(doc, projects, today, replaced_cites(reflections))
+        candidates += from_observations(doc, projects, today, settled_cites(reflections))
         candidates = drop_closed(candidates, completions_in(doc.observations, projects))
         anchors = _anchors((c.entry for c in candidates), today)
         # A first cut keeps de-duplication's work bounded however many lines memory holds.

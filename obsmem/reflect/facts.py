@@ -15,9 +15,12 @@ preference                                      Preferences & Opinions
 relationship                                    Relationship & Communication
 fact, lesson                                    Key Facts & Context (identity-like facts go
                                                 to Core Identity)
-decision, project, milestone, commitment        Active Projects, ``### <project>``
+decision, project, milestone, commitment        Active Projects, ``### <project>`` (a
+                                                decision on how the work is done, whatever the
+                                                project, goes to Preferences & Opinions)
 anything else (task, error, event, untyped)     Recent Themes (identity-like ones go to
                                                 Core Identity)
+what the user is learning, any type             Core Identity
 ==============================================  ===========================================
 """
 
@@ -50,7 +53,9 @@ __all__ = [
     "SubjectIndex",
     "home_for",
     "is_identity",
+    "is_learning",
     "is_project_fact",
+    "is_working_style",
     "project_name",
     "same_fact",
     "subject_overlap",
@@ -101,11 +106,43 @@ _IDENTITY_CUE = re.compile(
     re.IGNORECASE,
 )
 _IDENTITY_ALONE = re.compile(r"\bcalls the assistant\b", re.IGNORECASE)
+# What the user is learning, in their own words ("I'm new to Rust", "help me understand how
+# Python decorators work"): about them, not about a project. Not "help me understand why the
+# build fails" or "how this function works": a question about the work at hand.
+_USERS_WORDS = re.compile(r"^\s*user \w+:", re.IGNORECASE)
+_LEARNING = re.compile(
+    r"\b(?:i(?:'m| am) (?:learning|new to|studying|getting started with)|i want to learn"
+    r"|(?:help me|teach me|want to|trying to) (?:understand|learn)|teach me)\s+(?P<rest>[^.?!;,]*)",
+    re.IGNORECASE,
+)
+_LEAD = frozenset({"how", "about"})
+_NOT_A_TOPIC = frozenset(
+    "this that these those the our my your it its why what where which when if".split()
+)
+_CODE_LIKE = re.compile(r"[`/\\_.()]|[a-z][A-Z]")
+
+
+def is_learning(text: str) -> bool:
+    """True for the user saying what they are learning (a topic, not a piece of the work)."""
+    if not _USERS_WORDS.match(text):
+        return False
+    found = _LEARNING.search(text)
+    if found is None:
+        return False
+    words = found.group("rest").split()
+    if words and words[0].casefold() in _LEAD:
+        words = words[1:]
+    return (
+        bool(words)
+        and words[0].casefold() not in _NOT_A_TOPIC
+        and not any(_CODE_LIKE.search(w) for w in words)
+    )
 
 
 def is_identity(text: str) -> bool:
-    """True for a statement about who the user is (name, role, place, language, time zone)."""
-    if _IDENTITY_ALONE.search(text):
+    """True for a statement about who the user is (name, role, place, language, time zone, what
+    they are learning)."""
+    if _IDENTITY_ALONE.search(text) or is_learning(text):
         return True
     return bool(_ABOUT_USER.search(text) and _IDENTITY_CUE.search(text))
 
@@ -136,34 +173,85 @@ def project_name(raw: str | None) -> str:
 # Looked for in the label an observer puts before a colon ("Tech stack: ...", "Architecture:
 # ...", "技術スタック更新: ...") or in a statement that the project is built with or on something,
 # not anywhere in the text: "this changes the architecture" says nothing about it.
+#: Besides what it is built from: what it requires and the rules it follows (requirements,
+#: constraints, conventions, principles, its design decisions), its data model and where it
+#: runs. What was done to it ("Changed: ...", "Fixed the deployment: ...") is not one of these.
 _PROJECT_FACT_LABEL = re.compile(
     r"\b(?:(?:tech(?:nology)?\s+)?stack|architecture|dependencies|project (?:structure|layout)"
-    r"|directory (?:structure|layout)|tooling|frameworks?|components?|design)\b"
-    r"|スタック|アーキテクチャ|構成|技术栈|架构|Architektur",
+    r"|directory (?:structure|layout)|tooling|frameworks?|components?|design"
+    r"|requirements?|constraints?|conventions?|principles?|(?:key |technical )?decisions?"
+    r"|data model|(?:database |db )?schema|environments?|deployment|infrastructure|hosting)\b"
+    r"|スタック|アーキテクチャ|構成|構造|要件|制約|技术栈|架构|Architektur",
+    re.IGNORECASE,
+)
+_OUTCOME_LABEL = re.compile(
+    r"^\s*(?:changed|changes|fixed|added|removed|deleted|created|implemented|updated files"
+    r"|verification|verified|ran|tests?|next steps?|to ?do|steps?|phase\s*\d|tracking)\b",
     re.IGNORECASE,
 )
 _PROJECT_FACT_STATEMENT = re.compile(
     r"\b(?:is|are) (?:built|written|implemented) (?:with|in|on)\b|\bruns on\b"
-    r"|\b(?:the )?(?:project|app|application|repo(?:sitory)?|codebase|service) (?:is|uses) an?\b",
+    r"|\b(?:the )?(?:project|app|application|repo(?:sitory)?|codebase|service) (?:is|uses) an?\b"
+    # How it is put together: "state is persisted in localStorage", "the API is deployed on
+    # Fly.io", "the CLI depends on click", "the backend uses FastAPI".
+    r"|\b(?:is|are) (?:persisted|configured|deployed|hosted) (?:in|on|via|through|with|to)\b"
+    r"|\b(?:depends on|is powered by|is backed by)\b"
+    r"|\b(?:project|app|application|repo(?:sitory)?|codebase|service|api|backend|frontend"
+    r"|server|cli|pipeline|site|shop|website) uses\b",
     re.IGNORECASE,
 )
 _LABEL = re.compile(r"^\s*([^:.!?]{2,60}):\s+\S")
 
 
 def is_project_fact(text: str) -> bool:
-    """True for a statement of what a project is built from or how it is laid out (its stack,
-    architecture, structure): a label naming one, or "is built with", "the app is a ..."."""
+    """True for a statement of what a project is built from, how it is laid out and what rules
+    it follows (its stack, architecture, structure, requirements, conventions, data model, where
+    it runs): a label naming one (not a report of what was done), or "is built with", "the app
+    is a ...", "is deployed on", "depends on"."""
     label = _LABEL.match(text)
-    if label is not None and _PROJECT_FACT_LABEL.search(label.group(1)):
+    if (
+        label is not None
+        and _PROJECT_FACT_LABEL.search(label.group(1))
+        and not _OUTCOME_LABEL.match(label.group(1))
+    ):
         return True
     return bool(_PROJECT_FACT_STATEMENT.search(text))
+
+
+# How the user wants the work done, whatever the project: a directive (never, always, first,
+# until, without) about the agent's own process (writing code, committing, testing, explaining,
+# asking). "Don't produce code, design the solution first" is a preference of the user's;
+# "the orchestrator must not refer to agent paths" is a decision about one project.
+_DIRECTIVE = re.compile(
+    r"\b(?:don'?t|do not|never|always|only|first|until|unless|without|before|instead of"
+    r"|rather than|no more|stop)\b",
+    re.IGNORECASE,
+)
+_PROCESS = re.compile(
+    r"\b(?:(?:write|writing|produce|producing|generate|generating|touch|change) (?:any )?code"
+    r"|code (?:yet|first)|commit(?:s|ting|ted)?|push(?:ing)?|merg(?:e|ing)|pull requests?|PRs?"
+    r"|branch(?:es)?|force.push|tests? first|write tests|run(?:ning)? (?:the )?tests|explain\w*"
+    r"|explanations?|answers?|summar\w+|ask(?:ing)? (?:me|first|before)|confirm\w*"
+    r"|design (?:the )?(?:solution|approach)|plan (?:it )?first|step by step|comments?)\b",
+    re.IGNORECASE,
+)
+
+
+def is_working_style(text: str) -> bool:
+    """True for what the user wants of the way the work is done (not of one project's design):
+    a directive about writing code, committing, testing, explaining or asking."""
+    said = _SPEAKER_LABEL.sub("", text, count=1)
+    return bool(_DIRECTIVE.search(said) and _PROCESS.search(said))
 
 
 def home_for(obs: Observation, project: str | None) -> Home:
     """The section (and project subsection) an observation's reflection goes to."""
     section = _BY_TYPE.get(obs.type or "", RECENT_THEMES)
-    if obs.type in (None, "fact") and is_identity(obs.text):
+    if (obs.type in (None, "fact") and is_identity(obs.text)) or is_learning(obs.text):
         return Home(CORE_IDENTITY)
+    if obs.type == "decision" and is_working_style(obs.text):
+        # How the user wants the work done holds for every project: a preference of theirs.
+        return Home(PREFERENCES)
     if project and obs.type not in ("preference", "relationship") and is_project_fact(obs.text):
         # A project's stack and layout belong with the project, not with facts about the user.
         return Home(ACTIVE_PROJECTS, project_name(project))

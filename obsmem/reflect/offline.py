@@ -11,12 +11,12 @@ imported after live capture is reflected as if it had come first. The rules
    archived line seen again goes back to its section;
 2. the same fact as a line written by hand (or by the original tool): nothing (already known);
 3. promoted when one sighting is enough (``rules.durable``: importance 0.8 or 🔴; a preference,
-   constraint, decision, fact or working-style note of 0.6 or more; a project's stack or
-   layout), or when the same fact was observed on two days within ``LOOKBACK_DAYS`` of each
-   other: a new line in the section it maps to (``facts.home_for``) citing every observation of
-   that fact. A decision or preference on the same subject as a line of its section
-   (``facts.subject_overlap`` of 0.6 or more) supersedes it: the earlier fact is kept in
-   ``## Archive`` as ``~~old~~ → replaced by new (date)``.
+   constraint, decision, fact or working-style note of 0.6 or more; a project's stack, layout
+   or rules; what the user is learning), or when the same fact was observed on two days
+   within ``LOOKBACK_DAYS`` of each other: a new line in the section it maps to
+   (``facts.home_for``) citing every observation of that fact. A decision or preference on the
+   same subject as a line of its section (``facts.subject_overlap`` of 0.6 or more) supersedes
+   it: the earlier fact is kept in ``## Archive`` as ``~~old~~ → replaced by new (date)``.
 
 Then ageing on the memory's clock: in Active Projects and Recent Themes, a line unseen for 14
 days before its project's last activity moves to ``## Dormant`` (its project kept as a

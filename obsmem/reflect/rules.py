@@ -27,6 +27,7 @@ from obsmem.reflect.facts import (
     Home,
     SubjectIndex,
     home_for,
+    is_learning,
     is_project_fact,
     project_name,
     subject_overlap,
@@ -77,6 +78,8 @@ def durable(obs: Observation) -> bool:
         return False
     if obs.type in DURABLE_TYPES and obs.importance >= DURABLE_IMPORTANCE:
         return True
+    if is_learning(obs.text):
+        return True  # what the user is learning is about them, whatever the observer typed
     return obs.importance >= PROJECT_FACT_IMPORTANCE and is_project_fact(obs.text)
 
 

@@ -1,24 +1,37 @@
-"""The offline rules: which single statements are durable, where project facts go, and the
-same-subject look-up that must find every line the full comparison would."""
+"""The offline rules: which single statements are durable, where project facts, working style
+and what the user is learning go, and the same-subject look-up that must find every line the
+full comparison would. Each rule is tried on observations of other kinds of projects than the
+benchmark's sessions: a web shop, a data pipeline, a CLI tool."""
 
 from __future__ import annotations
+
+from datetime import date
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from obsmem.memory.model import Observation, priority_for
+from obsmem.context.prepare import prepare_context
+from obsmem.memory.model import Observation, Provenance, priority_for
+from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.reflect.facts import (
     ACTIVE_PROJECTS,
+    CORE_IDENTITY,
     KEY_FACTS,
     PREFERENCES,
     RECENT_THEMES,
+    Home,
     SubjectIndex,
     home_for,
+    is_learning,
     is_project_fact,
+    is_working_style,
     subject_overlap,
 )
+from obsmem.reflect.offline import reflect
+from obsmem.reflect.reflections import ReflectionsDoc
 from obsmem.reflect.rules import CONTRADICTION_OVERLAP, durable
+from obsmem.settings import Settings
 
 
 def obs(text: str, type_: str | None, i: float, c: float | None = 0.85) -> Observation:
@@ -103,3 +116,117 @@ def test_subject_index_finds_every_line_the_full_comparison_finds(
         if key and subject_overlap(query, text) >= CONTRADICTION_OVERLAP:
             assert key in found
     assert 0 not in found
+
+
+# --- durable on one sighting, tried on other kinds of projects -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a web shop
+        "Requirements: checkout works without JavaScript; prices are shown with VAT",
+        "The shop uses Stripe for payments and PostgreSQL for orders",
+        "Cart state is persisted in Redis with a seven-day expiry",
+        # a data pipeline
+        "Data model: one events table partitioned by day, one dimension table per source",
+        "The pipeline depends on Airflow 2.9 and dbt 1.8",
+        "Conventions: every DAG carries an owner tag and retries three times",
+        # a CLI tool
+        "Design principles: KISS, no global state, one module per command",
+        "The CLI uses click for parsing and rich for output",
+        "Releases are deployed to PyPI through a tagged workflow",
+        "プロジェクト構造: src/ にコマンド、tests/ にテスト",
+    ],
+)
+def test_a_projects_requirements_conventions_and_setup_are_project_facts(text: str) -> None:
+    assert is_project_fact(text)
+    assert durable(obs(text, "event", 0.45, 0.65))
+    assert home_for(obs(text, "event", 0.45), "shop") == Home(ACTIVE_PROJECTS, "shop")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # what was done, not what is: outcomes, test runs and plan steps stay observations
+        "Changed: checkout.ts rounds VAT per line; cart.ts keeps the currency",
+        "Fixed deployment: the nightly DAG retries on a timeout",
+        "Tests pass: `pytest tests/cli`: 48 passed",
+        "Verification passed: dbt run; dbt test",
+        "Next steps: review the schema, then migrate the orders table",
+        "Phase 1: requirements gathering and interfaces",
+        "The export was stored in /tmp/orders.csv",
+        "Ran the deployment script twice before it worked",
+    ],
+)
+def test_outcomes_and_plan_steps_are_not_project_facts(text: str) -> None:
+    assert not is_project_fact(text)
+    assert not durable(obs(text, "event", 0.65, 0.7))
+
+
+@pytest.mark.parametrize(
+    ("text", "style"),
+    [
+        ("User corrected: don't push to main, open a pull request", True),
+        ("User decided: always write tests first for a new transform", True),
+        ("User corrected: no, explain the change before writing code", True),
+        ("User corrected: don't produce code yet, design the solution first", True),
+        ("User decided: the cart must not keep card numbers", False),
+        ("User corrected: the DAG runs daily, not hourly", False),
+        ("User decided: use typer instead of argparse", False),
+        ("User corrected: the orchestrator must not refer to one agent's folders", False),
+    ],
+)
+def test_how_the_user_wants_the_work_done_is_their_preference(text: str, style: bool) -> None:
+    assert is_working_style(text) is style
+    home = home_for(obs(text, "decision", 0.85), "shop")
+    assert home == (Home(PREFERENCES) if style else Home(ACTIVE_PROJECTS, "shop"))
+
+
+@pytest.mark.parametrize(
+    ("text", "learning"),
+    [
+        ("User said: I'm new to Kubernetes, keep the manifests simple", True),
+        ("User asked: teach me about SQL window functions", True),
+        ("User asked: Can you help me understand how React hooks work?", True),
+        ("User asked: help me understand why the checkout test fails", False),
+        ("User asked: help me understand how this DAG works", False),
+        ("User asked: help me understand how parse_args() works", False),
+        ("Learning: I want to learn dbt macros", False),  # not the user's words
+    ],
+)
+def test_what_the_user_is_learning_is_about_them(text: str, learning: bool) -> None:
+    assert is_learning(text) is learning
+    assert durable(obs(text, "task", 0.5)) is learning
+    assert (home_for(obs(text, "task", 0.5), "shop") == Home(CORE_IDENTITY)) is learning
+
+
+def test_one_session_of_a_web_shop_reaches_long_term_memory(store: MemoryStore) -> None:
+    prov = Provenance(path="/t/shop.jsonl", line_start=1, project="shop")
+
+    def seen(text: str, type_: str, i: float, at: str) -> Observation:
+        return new_observation(text, date="2026-03-02", time=at, type=type_, importance=i,
+                               confidence=0.7, provenance=prov)  # fmt: skip
+
+    store.add_observations([
+        seen("User asked: I'm new to Django, help me add a coupon field", "task", 0.5, "09:00"),
+        seen("The shop uses Django 5 with PostgreSQL 16", "event", 0.45, "09:05"),
+        seen("User corrected: don't commit until I have reviewed the diff", "decision", 0.85,
+             "09:10"),
+        seen("Changed: orders/models.py adds Coupon; checkout/views.py applies it", "event",
+             0.6, "09:20"),
+        seen("Tests pass: `pytest orders`: 31 passed", "milestone", 0.6, "09:25"),
+    ])  # fmt: skip
+    reflect(store, Settings(llm_provider="none"), today=date(2026, 3, 3), provider=None)
+    doc = ReflectionsDoc(store.read_bytes(store.home / "reflections.md"))
+    placed = {p.line.text: (p.section.name, p.sub.name if p.sub else None) for p in doc.places()}
+    assert placed == {
+        "User asked: I'm new to Django, help me add a coupon field": ("Core Identity", None),
+        "The shop uses Django 5 with PostgreSQL 16": ("Active Projects", "shop"),
+        "User corrected: don't commit until I have reviewed the diff": (
+            "Preferences & Opinions", None),
+    }  # fmt: skip
+    prepare_context(store, today=date(2026, 3, 3), settings=Settings(llm_provider="none"))
+    profile = (store.home / "profile.md").read_text(encoding="utf-8")
+    assert "don't commit until I have reviewed the diff" in profile
+    assert "I'm new to Django" in profile
