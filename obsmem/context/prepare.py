@@ -204,6 +204,17 @@ def _render_profile(items: list[Candidate], budget: int) -> list[str]:
     return lines[1:] if lines else ["_Nothing known yet._"]
 
 
+def _about(first: list[Candidate], anchors: Mapping[str | None, str]) -> list[Candidate]:
+    """om's lines about the user for profile.md, best first, each said once among themselves.
+
+    Not the context's cut: there a preference that the last session's active task repeats goes
+    (the task is shown), but profile.md does not show the task, so there it must stay."""
+    about = [c for c in first if c.entry.section == ABOUT]
+    rank = {i: _rank(c.entry, anchors) for i, c in enumerate(about)}
+    about = distinct(about, rank)
+    return sorted((c for c in about if not c.hand), key=lambda c: -_rank(c.entry, anchors))
+
+
 def _label(entry: ContextEntry) -> str:
     return f"[{entry.project}] " if entry.project else ""
 
@@ -279,19 +290,16 @@ def prepare_context(
         anchors = _anchors((c.entry for c in candidates), today)
         # A first cut keeps de-duplication's work bounded however many lines memory holds.
         rank = {i: _rank(c.entry, anchors) for i, c in enumerate(candidates)}
-        kept = _capped(candidates, rank, factor=3)
-        rank = {i: _rank(c.entry, anchors) for i, c in enumerate(kept)}
-        kept = distinct(kept, rank)
+        first = _capped(candidates, rank, factor=3)
+        rank = {i: _rank(c.entry, anchors) for i, c in enumerate(first)}
+        kept = distinct(first, rank)
         rank = {i: _rank(c.entry, anchors) for i, c in enumerate(kept)}
         kept = _capped(kept, rank)
         best = sorted(kept, key=lambda c: -_rank(c.entry, anchors))
         generated = {
             profile_path: replace_block(
                 profile_bytes,
-                _render_profile(
-                    [c for c in best if c.entry.section == ABOUT and not c.hand],
-                    settings.profile_tokens,
-                ),
+                _render_profile(_about(first, anchors), settings.profile_tokens),
                 "Profile",
             ),
             active_path: replace_block(

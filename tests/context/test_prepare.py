@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from obsmem.context.prepare import BEGIN, END, prepare_context, replace_block, tokens
-from obsmem.context.startup import ContextEntry, build_context
+from obsmem.context.startup import ContextEntry, build_context, load_entries
 from obsmem.demo import prepare
 from obsmem.memory.model import Provenance
 from obsmem.memory.store import MemoryStore, new_observation
@@ -368,3 +368,21 @@ def test_a_superseded_observation_is_not_served_again(store: MemoryStore) -> Non
     decisions = entries_of(store, "Decisions")
     assert any("Redis" in text for text in decisions)
     assert not any(text.startswith("We use Memcached") for text in decisions)
+
+
+def test_a_preference_the_last_active_task_repeats_stays_in_the_profile(
+    store: MemoryStore,
+) -> None:
+    # The startup context shows the active task, which holds the constraint, and so leaves the
+    # constraint out; profile.md does not show the task and must keep it.
+    observe(
+        store,
+        ("User constraint: Use pytest, not unittest.", "2026-11-28", "13:02", "preference",
+         0.8, "tidepool"),
+        context={"2026-11-28": {"Active task": "Fix the import. Use pytest, not unittest."}},
+    )  # fmt: skip
+    prepare_context(store, today=TODAY)
+    assert "- User constraint: Use pytest, not unittest." in generated(store.home / "profile.md")
+    entries, _ = load_entries(store.context_path)
+    shown = build_context(entries, project="tidepool", today=TODAY)
+    assert shown.count("Use pytest, not unittest") == 1
