@@ -56,10 +56,12 @@ __all__ = [
     "is_learning",
     "is_project_fact",
     "is_working_style",
+    "passing_test_command",
     "project_name",
     "same_fact",
     "subject_overlap",
     "subject_words",
+    "tests_run_with",
 ]
 
 CORE_IDENTITY = "Core Identity"
@@ -216,6 +218,33 @@ def is_project_fact(text: str) -> bool:
     ):
         return True
     return bool(_PROJECT_FACT_STATEMENT.search(text))
+
+
+# A test run the observer saw pass ("Tests pass: `npm test -- --run src/a.test.ts`: 16 passed",
+# "Fixed: `cargo test` passes now (5 passed); ..."): how the project's tests are run, a fact
+# of the project that outlives the run. The command is kept up to its first path or quoted
+# argument (the file or test a run picked), so runs of different files are one fact.
+_TEST_RUN = re.compile(r"^\s*(?:Tests pass|Fixed): `(?P<command>[^`]+)`(?:: | passes now)")
+_PICKED = re.compile(r"[/\\\"'*]|\.[a-z]{1,5}$", re.IGNORECASE)
+
+
+def passing_test_command(text: str) -> str | None:
+    """The command a passing test run in ``text`` shows the project's tests are run with, up to
+    its first path or quoted argument after the program; None when ``text`` reports none."""
+    found = _TEST_RUN.match(text)
+    if found is None:
+        return None
+    words: list[str] = []
+    for word in found.group("command").split():
+        if word.endswith(("…", "...")) or (words and _PICKED.search(word)):
+            break  # (the program itself may be a path: ./run_tests.sh)
+        words.append(word)
+    return " ".join(words) or None
+
+
+def tests_run_with(command: str) -> str:
+    """The project fact a passing run of ``command`` states (``passing_test_command``)."""
+    return f"Tests run with `{command}`"
 
 
 # How the user wants the work done, whatever the project: a directive (never, always, first,

@@ -29,8 +29,10 @@ from obsmem.reflect.facts import (
     home_for,
     is_learning,
     is_project_fact,
+    passing_test_command,
     project_name,
     subject_overlap,
+    tests_run_with,
 )
 from obsmem.reflect.reflections import RANK, Container, OmLine, ReflectionsDoc, name_key
 
@@ -121,7 +123,22 @@ class Rules:
 
     def _home(self, obs: Observation) -> Home:
         prov = self.ledger.get(obs.id)
-        return home_for(obs, prov.project if prov is not None else None)
+        project = prov.project if prov is not None else None
+        if project and self._derived(obs) is not None:
+            return Home(ACTIVE_PROJECTS, project_name(project))
+        return home_for(obs, project)
+
+    def _derived(self, obs: Observation) -> str | None:
+        """The project fact a passing test run states ("Tests run with `npm test`"), when its
+        project is known; None for any other observation."""
+        command = passing_test_command(obs.text)
+        if command is None or self._project(obs.id) is None:
+            return None
+        return tests_run_with(command)
+
+    def _states(self, obs: Observation) -> str:
+        """What the reflection of ``obs`` says: its text, or the fact it states (``_derived``)."""
+        return self._derived(obs) or obs.text
 
     def _line_project(self, line: OmLine, sub: Container | None) -> str | None:
         """The project a line ages with: its ``###`` under Active Projects or Dormant, else the
@@ -167,30 +184,33 @@ class Rules:
         if obs.id in self.cited:
             return
         self.report.considered += 1
-        matched = self.lines.matches(obs.text)
+        derived = self._derived(obs)
+        states = derived or obs.text
+        matched = self.lines.matches(states)
         if matched:
             self._merge(matched[0], obs)
             return
-        if self.hand.matches(obs.text):
+        if self.hand.matches(states):
             self.report.covered += 1
             return
-        twins = [
+        # A derived fact rests on one sighting; later runs of its command merge into its line.
+        twins = [] if derived else [
             self.pool[i]
             for i in self.facts.matches(obs.text)
             if self.pool[i].id != obs.id
             and self.pool[i].id not in self.cited
             and abs((date.fromisoformat(self.pool[i].date) - date.fromisoformat(obs.date)).days)
             <= LOOKBACK_DAYS
-        ]
+        ]  # fmt: skip
         days = {obs.date, *(t.date for t in twins)}
-        if not durable(obs) and len(days) < 2:
+        if derived is None and not durable(obs) and len(days) < 2:
             return
         chosen = sorted([obs, *twins], key=self._order)
         first = chosen[0]
         home = self._home(first)
         line = OmLine(
             rid=make_id("reflection", first.id),
-            text=first.text,
+            text=self._states(first),
             seen=max(m.date for m in chosen),
             cites=[m.id for m in chosen][:MAX_CITES],
             emoji=_emoji(chosen),
@@ -218,10 +238,14 @@ class Rules:
             cites.insert(bisect.bisect_right(dates, obs.date), obs.id)
         line = replace(old, cites=cites[:MAX_CITES], seen=max(old.seen, obs.date))
         first = self.by_id.get(old.cites[0]) if old.cites else None
-        if first is not None and self._order(obs) < self._order(first) and old.text == first.text:
+        if (
+            first is not None
+            and self._order(obs) < self._order(first)
+            and old.text == self._states(first)
+        ):
             # An earlier sighting arrived late (a backfill): the line is founded on it, as it
             # would have been had it come first. A text edited by hand is kept.
-            line = replace(line, rid=make_id("reflection", obs.id), text=obs.text)
+            line = replace(line, rid=make_id("reflection", obs.id), text=self._states(obs))
         line.emoji = _higher(line.emoji, _emoji([obs]))
         if line == old:
             return  # a full line seen again on a day it already counts: nothing to do

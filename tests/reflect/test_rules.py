@@ -6,6 +6,7 @@ benchmark's sessions: a web shop, a data pipeline, a CLI tool."""
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -26,6 +27,7 @@ from obsmem.reflect.facts import (
     is_learning,
     is_project_fact,
     is_working_style,
+    passing_test_command,
     subject_overlap,
 )
 from obsmem.reflect.offline import reflect
@@ -225,8 +227,60 @@ def test_one_session_of_a_web_shop_reaches_long_term_memory(store: MemoryStore) 
         "The shop uses Django 5 with PostgreSQL 16": ("Active Projects", "shop"),
         "User corrected: don't commit until I have reviewed the diff": (
             "Preferences & Opinions", None),
+        # the test run stays an observation; how the tests are run is a fact of the project
+        "Tests run with `pytest orders`": ("Active Projects", "shop"),
     }  # fmt: skip
     prepare_context(store, today=date(2026, 3, 3), settings=Settings(llm_provider="none"))
     profile = (store.home / "profile.md").read_text(encoding="utf-8")
     assert "don't commit until I have reviewed the diff" in profile
     assert "I'm new to Django" in profile
+
+
+@pytest.mark.parametrize(
+    ("text", "command"),
+    [
+        ("Tests pass: `npm test -- --run src/cart/total.test.ts`: 16 passed", "npm test -- --run"),
+        ("Fixed: `python -m pytest -q tests/test_dags.py` passes now (42 passed); it had failed "
+         "with: E KeyError: 'owner'", "python -m pytest -q"),
+        ("Tests pass: `cargo test`: 5 passed, 0 failed", "cargo test"),
+        ("Tests pass: `./run_tests.sh tests/unit`: 3 passed", "./run_tests.sh"),
+        ("Tests pass: `dbt test --select \"orders\"`: 12 passed", "dbt test --select"),
+        ("Failed: `pytest -q`: 2 failed", None),
+        ("User asked: make `npm test` pass", None),
+    ],
+)  # fmt: skip
+def test_a_passing_run_says_how_the_tests_are_run(text: str, command: str | None) -> None:
+    assert passing_test_command(text) == command
+
+
+def run_of(command: str, day: str, at: str, project: str | None = "pipeline") -> Observation:
+    prov = Provenance(path=f"/t/{day}.jsonl", line_start=1, project=project)
+    return new_observation(f"Tests pass: `{command}`: 8 passed", date=day, time=at,
+                           type="milestone", importance=0.6, completed=True,
+                           confidence=0.85, provenance=prov)  # fmt: skip
+
+
+def test_runs_of_one_test_command_are_one_fact_in_either_order(tmp_path: Path) -> None:
+    runs = [
+        run_of("python -m pytest -q tests/test_load.py", "2026-03-02", "10:00"),
+        run_of("python -m pytest -q tests/test_dedupe.py", "2026-03-04", "11:00"),
+        run_of("python -m pytest -q", "2026-03-06", "09:00"),
+        run_of("dbt test", "2026-03-06", "09:30"),
+        run_of("make check", "2026-03-06", "09:40", project=None),  # no project: no fact
+    ]
+    files = []
+    for name, order in (("forward", runs), ("backfilled", runs[::-1])):
+        store = MemoryStore(tmp_path / name)
+        for one in order:  # one run of om reflect per session, as sessions come in
+            store.add_observations([one])
+            reflect(store, Settings(llm_provider="none"), today=date(2026, 3, 7), provider=None)
+        files.append(store.read_bytes(store.home / "reflections.md"))
+    doc = ReflectionsDoc(files[0])
+    lines = {p.line.text: p.line for p in doc.places()}
+    assert set(lines) == {"Tests run with `python -m pytest -q`", "Tests run with `dbt test`"}
+    pytest_line = lines["Tests run with `python -m pytest -q`"]
+    assert pytest_line.cites == [r.id for r in runs[:3]] and pytest_line.seen == "2026-03-06"
+    assert all(p.sub is not None and p.sub.name == "pipeline" for p in doc.places())
+    # The same lines (ids, citations, dates) whichever came first; lines seen on one day keep
+    # the order they came in.
+    assert sorted(files[0].split(b"\n")[4:]) == sorted(files[1].split(b"\n")[4:])
