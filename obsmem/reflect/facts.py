@@ -196,7 +196,9 @@ _PROJECT_FACT_STATEMENT = re.compile(
     r"|\b(?:the )?(?:project|app|application|repo(?:sitory)?|codebase|service) (?:is|uses) an?\b"
     # How it is put together: "state is persisted in localStorage", "the API is deployed on
     # Fly.io", "the CLI depends on click", "the backend uses FastAPI".
-    r"|\b(?:is|are) (?:persisted|configured|deployed|hosted) (?:in|on|via|through|with|to)\b"
+    # ("is deployed to staging" is mostly news of a deploy: only "deployed on" counts)
+    r"|\b(?:is|are) (?:persisted|configured) (?:in|on|via|through|with)\b"
+    r"|\b(?:is|are) (?:deployed|hosted|served) on\b"
     r"|\b(?:depends on|is powered by|is backed by)\b"
     r"|\b(?:project|app|application|repo(?:sitory)?|codebase|service|api|backend|frontend"
     r"|server|cli|pipeline|site|shop|website) uses\b",
