@@ -32,7 +32,8 @@ Scoring (a fact is a list of regular expressions, matched case-insensitively):
   and is built from), those some line of reflections.md or profile.md matches (the same rule
   as *kept*): what reaches long-term memory after one session;
 - *near-duplicate context lines*: pairs of context entries whose word-bigram Jaccard similarity
-  is 0.8 or more (words case-folded; a one-word entry is its word), which say one thing twice.
+  is 0.8 or more (words case-folded; a one-word entry is its word; the project label and the
+  "3 days ago:" that ``om context`` puts before an entry left out), which say one thing twice.
 
 Overall figures pool the facts and lines of every session. Offline rules by default
 (``OM_LLM_PROVIDER=none``); no network is used. The targets (design.md) are printed beside the
@@ -74,6 +75,11 @@ NEAR_DUPLICATE = 0.8
 #: The files of long-term memory: what the reflector and the profile keep.
 LONG_TERM_FILES = ("reflections.md", "profile.md")
 _WORD = re.compile(r"[^\W_]+")
+#: What ``om context`` puts before an entry's text: another project's label and when it was
+#: said ("[atlas] 3 days ago: "), left out when comparing entries.
+_SHOWN_PREFIX = re.compile(
+    r"^(?:\[[^\]]+\] )?(?:(?:today|yesterday|tomorrow|in \d+ \w+|\d+ \w+ ago): )?"
+)
 
 #: An observation line: a list item of observations.md or archive/, an observation ("- 🔴 ...",
 #: docs/architecture.md) or a line of a day's Current Context ("- **Active task:** ...").
@@ -501,7 +507,9 @@ def score_session(
     # A noise line keeps nothing: a fact's words inside a routine error or a sub-agent's prompt
     # posing as the user's are not the fact remembered.
     # Near-duplicates are counted on every entry shown, noise or not: both take a place.
-    score.near_duplicates = near_duplicates([line.strip()[2:] for line in context_lines])
+    score.near_duplicates = near_duplicates(
+        [_SHOWN_PREFIX.sub("", line.strip()[2:]) for line in context_lines]
+    )
     memory_lines = [line for line in memory_lines if not is_noise(label, line)]
     context_lines = [line for line in context_lines if not is_noise(label, line)]
     long_term = [line for line in long_term if not is_noise(label, line)]

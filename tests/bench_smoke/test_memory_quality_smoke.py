@@ -127,14 +127,18 @@ def test_near_duplicate_context_lines_are_counted_in_pairs() -> None:
         "- chose postgres for the orders service writes!\n"  # the same words: one pair
         "- Chose Postgres for the billing service\n"  # shares some bigrams, under 0.8
         "- Ship\n- ship\n"  # one word each: the word is the bigram
+        # what om context puts before a line is not part of it
+        "- [billing] 3 days ago: Moved invoices to the new queue\n"
+        "- Moved invoices to the new queue\n"
     )
     report = Q.score_session(_label(), [], [], context, 0)
     assert report["near_duplicate_pairs"] == [
         ["Chose Postgres for the orders service writes",
          "chose postgres for the orders service writes!"],
         ["Ship", "ship"],
+        ["Moved invoices to the new queue", "Moved invoices to the new queue"],
     ]  # fmt: skip
-    assert report["near_duplicates"] == 2
+    assert report["near_duplicates"] == 3
     assert Q.near_duplicates(["a b c d e", "a b c d e f"]) == [("a b c d e", "a b c d e f")]
     assert Q.near_duplicates(["a b c d", "a b c d e f"]) == []  # 3 of 5 bigrams: 0.6
 
