@@ -28,7 +28,7 @@ from obsmem.context.when import plan_in, without_meaning
 from obsmem.memory.model import Observation
 from obsmem.memory.observations import ObservationsDoc
 from obsmem.memory.sections import parse_sections
-from obsmem.reflect.facts import FactIndex
+from obsmem.reflect.facts import FactIndex, is_working_style, names_project
 
 __all__ = [
     "Candidate",
@@ -355,7 +355,9 @@ def from_observations(
         windowed = obs.date >= since(anchor, WINDOW_DAYS)
         section: str | None = None
         if obs.type == "preference" and obs.importance >= 0.6:
-            section = ABOUT
+            # Said of this project by name: the project's, not one for every session.
+            named = names_project(obs.text, project) and not is_working_style(obs.text)
+            section = PROJECT if named else ABOUT
         elif obs.importance >= 0.5 and (
             obs.type == "decision" or (obs.type is None and _DECISION_CUE.search(obs.text))
         ):

@@ -56,6 +56,7 @@ __all__ = [
     "is_learning",
     "is_project_fact",
     "is_working_style",
+    "names_project",
     "passing_test_command",
     "project_name",
     "same_fact",
@@ -275,6 +276,16 @@ def is_working_style(text: str) -> bool:
     return bool(_DIRECTIVE.search(said) and _PROCESS.search(said))
 
 
+def names_project(text: str, project: str | None) -> bool:
+    """True when ``text`` names ``project`` (its words, in order, as whole words): a preference
+    or constraint said of one project by name ("I deploy tidepool on a Pi, so keep the
+    dependencies pure-Python") holds for that project, not for every session of the user's."""
+    words = _TOKEN.findall((project or "").casefold())
+    if not words or len("".join(words)) < 3 or project_name(project) == GENERAL_PROJECT:
+        return False
+    return f" {' '.join(words)} " in f" {' '.join(_TOKEN.findall(text.casefold()))} "
+
+
 def home_for(obs: Observation, project: str | None) -> Home:
     """The section (and project subsection) an observation's reflection goes to."""
     section = _BY_TYPE.get(obs.type or "", RECENT_THEMES)
@@ -283,6 +294,12 @@ def home_for(obs: Observation, project: str | None) -> Home:
     if obs.type == "decision" and is_working_style(obs.text):
         # How the user wants the work done holds for every project: a preference of theirs.
         return Home(PREFERENCES)
+    if (
+        obs.type == "preference"
+        and names_project(obs.text, project)
+        and not is_working_style(obs.text)
+    ):
+        return Home(ACTIVE_PROJECTS, project_name(project))  # said of this project by name
     if project and obs.type not in ("preference", "relationship") and is_project_fact(obs.text):
         # A project's stack and layout belong with the project, not with facts about the user.
         return Home(ACTIVE_PROJECTS, project_name(project))

@@ -386,3 +386,27 @@ def test_a_preference_the_last_active_task_repeats_stays_in_the_profile(
     entries, _ = load_entries(store.context_path)
     shown = build_context(entries, project="tidepool", today=TODAY)
     assert shown.count("Use pytest, not unittest") == 1
+
+
+def test_a_preference_said_of_one_project_is_that_projects(store: MemoryStore) -> None:
+    observe(
+        store,
+        ("User constraint: I deploy tidepool on a Raspberry Pi 4, so no native dependencies.",
+         "2026-11-28", "13:44", "preference", 0.8, "tidepool"),
+        ("User constraint: Use pytest, not unittest.", "2026-11-28", "13:45", "preference", 0.8,
+         "tidepool"),
+        ("Chose Stripe for the checkout", "2026-11-29", "10:00", "decision", 0.8, "shop"),
+    )  # fmt: skip
+    prepare_context(store, today=TODAY)
+    profile = generated(store.home / "profile.md")
+    assert "- User constraint: Use pytest, not unittest." in profile
+    assert not any("Raspberry Pi" in line for line in profile)
+    entries, _ = load_entries(store.context_path)
+    mine = build_context(entries, project="tidepool", today=TODAY)
+    assert "Raspberry Pi 4" in mine.split("## This project (tidepool)")[1]
+    # Elsewhere it is another project's line, labelled so, not a preference of the user's.
+    shop = build_context(entries, project="shop", today=TODAY)
+    assert [line for line in shop.splitlines() if "Raspberry Pi" in line] == [
+        "- [tidepool] User constraint: I deploy tidepool on a Raspberry Pi 4, so no native "
+        "dependencies."
+    ]

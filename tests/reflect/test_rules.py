@@ -285,3 +285,26 @@ def test_runs_of_one_test_command_are_one_fact_in_either_order(tmp_path: Path) -
     # The same lines (ids, citations, dates) whichever came first; lines seen on one day keep
     # the order they came in.
     assert sorted(files[0].split(b"\n")[4:]) == sorted(files[1].split(b"\n")[4:])
+
+
+@pytest.mark.parametrize(
+    ("text", "project", "home"),
+    [
+        # said of the project by name: the project's, not the user's in every project
+        ("User constraint: I deploy tidepool on a Raspberry Pi 4, keep dependencies pure-Python",
+         "tidepool", Home(ACTIVE_PROJECTS, "tidepool")),
+        ("User prefers: the web-shop checkout keeps one page", "web-shop",
+         Home(ACTIVE_PROJECTS, "web-shop")),
+        # a working style stays the user's, whichever project it was said in
+        ("User constraint: never push to main in tidepool, open a pull request", "tidepool",
+         Home(PREFERENCES)),
+        # no name, part of a word, or a name too short to tell
+        ("User prefers: small functions with docstrings", "tidepool", Home(PREFERENCES)),
+        ("User prefers: tidepools of data are a bad idea", "tidepool", Home(PREFERENCES)),
+        ("User prefers: ml code in notebooks", "ml", Home(PREFERENCES)),
+    ],
+)  # fmt: skip
+def test_a_preference_said_of_its_project_by_name_stays_with_it(
+    text: str, project: str, home: Home
+) -> None:
+    assert home_for(obs(text, "preference", 0.8), project) == home
