@@ -172,13 +172,13 @@ def project_name(raw: str | None) -> str:
     return name[:80] or GENERAL_PROJECT
 
 
-# What a project is built from and how it is laid out: a stack, an architecture, a structure.
-# Looked for in the label an observer puts before a colon ("Tech stack: ...", "Architecture:
-# ...", "技術スタック更新: ...") or in a statement that the project is built with or on something,
-# not anywhere in the text: "this changes the architecture" says nothing about it.
-#: Besides what it is built from: what it requires and the rules it follows (requirements,
-#: constraints, conventions, principles, its design decisions), its data model and where it
-#: runs. What was done to it ("Changed: ...", "Fixed the deployment: ...") is not one of these.
+# What a project is built from and how it is laid out (a stack, an architecture, a structure),
+# what it requires and the rules it follows (requirements, constraints, conventions, principles,
+# its design decisions), its data model and where it runs. Looked for in the label an observer
+# puts before a colon ("Tech stack: ...", "Conventions: ...", "技術スタック更新: ...") or in a
+# statement that the project is built with or on something, not anywhere in the text: "this
+# changes the architecture" says nothing about it, and a label saying what was done to it
+# ("Changed: ...", "Fixed the deployment: ...") reports an outcome.
 _PROJECT_FACT_LABEL = re.compile(
     r"\b(?:(?:tech(?:nology)?\s+)?stack|architecture|dependencies|project (?:structure|layout)"
     r"|directory (?:structure|layout)|tooling|frameworks?|components?|design"
