@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple, cast
@@ -24,6 +24,7 @@ __all__ = [
     "HEAD_BYTES",
     "MAX_LINE_BYTES",
     "Line",
+    "Needles",
     "Records",
     "decode_object",
     "head_records",
@@ -130,6 +131,8 @@ _decode: Callable[[bytes], Any] = _fast_loads if _fast_loads is not None else _d
 
 #: What :func:`_second_try` gives for a line neither decoder reads.
 _BROKEN = object()
+#: The characters a JSON value (as json.loads reads it: NaN and Infinity too) can start with.
+_VALUE_STARTS = frozenset('{["-0123456789ntfNI')
 
 
 def _second_try(data: bytes, error: BaseException) -> Any:
@@ -146,8 +149,18 @@ def _second_try(data: bytes, error: BaseException) -> Any:
         and getattr(error, "pos", None) == len(doc)
     ):
         return _BROKEN
+    # json.loads decodes the bytes (UTF-8, -16 or -32 by their first bytes) and then wants a
+    # value after any whitespace: a line whose text starts otherwise (binary garbage, a log
+    # line) fails there, told here without the decoder's error made and raised (a tenth of a
+    # short-turned transcript's reading where a garbage line comes every few dozen).
     try:
-        return json.loads(data)
+        text = data.decode(json.detect_encoding(data), "surrogatepass")
+    except UnicodeDecodeError:
+        return _BROKEN
+    if text.lstrip(" \t\n\r")[:1] not in _VALUE_STARTS:
+        return _BROKEN
+    try:
+        return _decode_str(text)  # what json.loads(data) does with the text
     except (ValueError, RecursionError):
         return _BROKEN
 
@@ -287,6 +300,44 @@ class Records:
                 yield line, record
 
 
+class Needles:
+    """Several byte strings looked for in a raw line at once: ``found(data)`` is the index in
+    ``needles`` and the end of every occurrence of each (overlapping ones too), in no set order.
+
+    One pass of an Aho-Corasick automaton (``ahocorasick_rs``, a compiled dependency, when it is
+    installed) instead of one ``in`` test per string: a substring search costs several
+    instructions a byte when the string's first byte is common (``"``, ``p``, ``f``), so ten of
+    them over a tool result cost several times the automaton's one pass. Without the automaton,
+    ``bytes.find`` for each string finds the same occurrences.
+    """
+
+    def __init__(self, needles: Sequence[bytes]) -> None:
+        self.needles = tuple(needles)
+        try:
+            from ahocorasick_rs import BytesAhoCorasick
+        except ImportError:  # pragma: no cover - the finds below give the same occurrences
+            self._find = None
+        else:
+            self._find = BytesAhoCorasick(list(self.needles)).find_matches_as_indexes
+
+    def found(self, data: bytes) -> list[tuple[int, int]]:
+        """``(index, end)`` of every occurrence of every needle in ``data``."""
+        if self._find is not None:
+            return [(index, end) for index, _, end in self._find(data, True)]  # overlapping
+        return self.found_by_find(data)
+
+    def found_by_find(self, data: bytes) -> list[tuple[int, int]]:
+        """What :meth:`found` gives, by ``bytes.find`` (the fallback, and what tests hold the
+        automaton to)."""
+        out: list[tuple[int, int]] = []
+        for index, needle in enumerate(self.needles):
+            at = data.find(needle)
+            while at != -1:
+                out.append((index, at + len(needle)))
+                at = data.find(needle, at + 1)
+        return out
+
+
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """The cyclic garbage collector off for the duration of a read, and back on after it.
@@ -297,6 +348,11 @@ def paused_gc() -> Iterator[None]:
     was about a tenth of the parsing time. Reference counting frees everything as usual
     meanwhile; collection resumes after the read (the switch is process-wide, so another
     thread's cycles wait until then too). Left off if it was off already.
+
+    What the read made is then moved to the oldest generation (``gc.freeze`` then
+    ``gc.unfreeze``, which only relink the collector's lists): left in the youngest, all of it
+    would be walked by the very next young collection, for nothing again. Everything stays
+    tracked: the next full collection looks at it as it would have.
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -304,6 +360,8 @@ def paused_gc() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            gc.freeze()  # everything to the permanent generation ...
+            gc.unfreeze()  # ... and from there to the oldest one
             gc.enable()
 
 

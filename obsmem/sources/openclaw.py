@@ -29,6 +29,7 @@ from typing import Any
 
 from obsmem.sources.jsonl import (
     Line,
+    Needles,
     Records,
     decode_object,
     head_records,
@@ -82,6 +83,12 @@ _NOT_ROUTINE = (
     b'"isError":true', b"passed", b"failed", b"passing", b"failing", b"exited with code",
     b'"status":"failed"', b'"status":"error"', b'"status":"timeout"', b'"status":"killed"',
 )  # fmt: skip
+#: The hints, then what else ``pass_over`` needs of a tool result's raw line, found in one pass.
+_EXIT_KEY = b'"exitCode":'
+_NOT_ERROR = b'"isError":false'
+_LOOKED_FOR = Needles((*_NOT_ROUTINE, _EXIT_KEY, _NOT_ERROR))
+_EXIT_AT = len(_NOT_ROUTINE)
+_NOT_ERROR_AT = _EXIT_AT + 1
 
 
 @dataclass
@@ -166,13 +173,19 @@ class _Session:
         """
         if data.startswith(_CUSTOM_PREFIX):
             return "custom"  # extension state, can be large: not worth decoding
-        if data.find(b'"role":"toolResult"', 0, 400) == -1 or b'"isError":false' not in data:
+        if data.find(b'"role":"toolResult"', 0, 400) == -1:
             return None
-        for hint in _NOT_ROUTINE:  # a loop, not any() over a generator: less per line
-            if hint in data:
+        # One pass for all of it: routine when "isError":false occurs, no hint does, and every
+        # exit code is 0 (followed by "," or "}").
+        not_error = False
+        for index, end in _LOOKED_FOR.found(data):
+            if index == _NOT_ERROR_AT:
+                not_error = True
+            elif index != _EXIT_AT:
+                return None  # a hint
+            elif data[end : end + 2] not in (b"0,", b"0}"):
                 return None
-        exits = data.count(b'"exitCode":')
-        if exits != data.count(b'"exitCode":0,') + data.count(b'"exitCode":0}'):
+        if not not_error:
             return None
         return f"in {self.run}" if self.run else "routine tool result"
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from obsmem.sources import hermes
-from obsmem.sources.jsonl import Records, loads_text, paused_gc
+from obsmem.sources import hermes, openclaw
+from obsmem.sources.jsonl import Needles, Records, loads_text, paused_gc
 
 
 @pytest.fixture
@@ -74,7 +74,8 @@ _TOKENS = [
     b"{", b"}", b"[", b"]", b",", b":", b" ", b'"k"', b'"v\\u00e9"', b'"\\ud800"',
     b'"\xed\xa0\x80"', b'"\xc3\xa9"', b"\xc3", b"1", b"-0", b"1.5e3", b"1e999",
     b"123456789012345678901234567890", b"NaN", b"Infinity", b"-Infinity", b"true", b"null",
-    b"\xef\xbb\xbf", b"\x00", b"\\",
+    b"\xef\xbb\xbf", b"\x00", b"\\", b"\xff\xfe", b"\xfe\xff", b"x", b"#", b"'", b"\t",
+    b"\r", b"\xff",
 ]  # fmt: skip
 
 
@@ -137,3 +138,64 @@ def test_an_integer_beyond_64_bits_is_read_as_the_nearest_float(
     assert record["n"] == (int(number) if exact else float(int(number)))
     assert isinstance(record["n"], int) is exact
     assert loads_text('{"n": ' + number.decode() + "}") == {"n": record["n"]}
+
+
+# --- several needles in one pass --------------------------------------------------------------
+
+_NEEDLES = (b"pass", b"passed", b"ass", b'"exitCode":', b"a", b'"isError":false', b"\xff")
+_HAYSTACK = [*_NEEDLES, b"x", b" ", b"0,", b"0}", b"1", b'"', b"\n", b"\x00", b"\xc3\xa9"]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(_HAYSTACK), max_size=20).map(b"".join))
+def test_needles_are_found_where_find_finds_them(data: bytes) -> None:
+    needles = Needles(_NEEDLES)
+    expected = sorted(
+        (i, at + len(needle))
+        for i, needle in enumerate(_NEEDLES)
+        for at in range(len(data))
+        if data.startswith(needle, at)
+    )
+    assert sorted(needles.found(data)) == expected
+    assert sorted(needles.found_by_find(data)) == expected
+
+
+def _plain_pass_over(run: str | None, data: bytes) -> str | None:
+    """OpenClaw's raw-line check written out: one substring search for each thing it needs."""
+    if data.startswith(b'{"type":"custom",'):
+        return "custom"
+    if data.find(b'"role":"toolResult"', 0, 400) == -1 or b'"isError":false' not in data:
+        return None
+    if any(hint in data for hint in openclaw._NOT_ROUTINE):
+        return None
+    exits = data.count(b'"exitCode":')
+    if exits != data.count(b'"exitCode":0,') + data.count(b'"exitCode":0}'):
+        return None
+    return f"in {run}" if run else "routine tool result"
+
+
+_RESULT_PIECES = [
+    b'{"type":"message","message":{"role":"toolResult",', b'"isError":false', b'"isError":true',
+    b'"exitCode":', b"0,", b"0}", b"1,", b"0", b"passed", b"failed", b"exited with code 1",
+    b'"status":"failed"', b'"status":"completed"', b'"status":"', b"timeout", b"ok", b" ",
+    b'"status":"killed"', b"killed", b'"status":"error"',
+    b"passing", b'"exitCode":0,', b"}",
+]  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_RESULT_PIECES), max_size=14).map(b"".join), st.booleans())
+def test_openclaw_passes_over_what_its_plain_check_passes_over(data: bytes, in_run: bool) -> None:
+    session = openclaw._Session(Path("s.jsonl"))
+    session.run = "heartbeat" if in_run else None
+    assert session.pass_over(data) == _plain_pass_over(session.run, data)
+
+
+def test_any_hint_keeps_a_tool_result_for_decoding() -> None:
+    session = openclaw._Session(Path("s.jsonl"))
+    head = b'{"type":"message","message":{"role":"toolResult","isError":false,"exitCode":0,'
+    assert session.pass_over(head + b'"x":1}}') == "routine tool result"
+    for hint in openclaw._NOT_ROUTINE:
+        assert session.pass_over(head + hint + b"0,}}") is None, hint
+    assert session.pass_over(head + b'"exitCode":2}}') is None
+    assert session.pass_over(head.replace(b"false", b"true") + b"}}") is None
