@@ -269,6 +269,27 @@ def _arguments(arguments: Any) -> dict[str, Any]:
 
 # --- Tool results reduced to what matters --------------------------------------------------
 _EXIT_TEXT = re.compile(r"(?:Command|Process) exited with code (-?\d+)")
+# The same notes found from their literal words, the program's name checked after: the pattern
+# above starts with an alternation, which ``re`` tries at every character of a long output.
+_EXIT_WORDS = re.compile(r" exited with code (-?\d+)")
+_EXIT_WHO = ("Command", "Process")
+
+
+def _without_exit_notes(text: str) -> str:
+    """``_EXIT_TEXT.sub("", text)``: the text without its "Command exited with code N" notes."""
+    if " exited with code " not in text:
+        return text
+    pieces: list[str] = []
+    done = 0
+    for m in _EXIT_WORDS.finditer(text):
+        start = m.start() - 7  # len("Command") == len("Process")
+        if start >= done and text[start : m.start()] in _EXIT_WHO:
+            pieces.append(text[done:start])
+            done = m.end()
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 def reduce_result(message: dict[str, Any]) -> str | None:
@@ -297,7 +318,7 @@ def reduce_result(message: dict[str, Any]) -> str | None:
     if status == "timeout":
         head += " (timed out)"
     parts = [head + (f", {counts}" if counts else "")]
-    excerpt = error_lines(_EXIT_TEXT.sub("", text), counts)
+    excerpt = error_lines(_without_exit_notes(text), counts)
     if excerpt:
         parts.append(excerpt)
     return "\n".join(parts)

@@ -11,6 +11,7 @@ kept beside the others rather than merged, which would change what observed sess
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 from obsmem.redact import redact, safe_cut
@@ -282,17 +283,26 @@ def result_excerpt(output: str, command: str | None = None) -> str | None:
     if tail:
         tail = tail[tail.find("\n") + 1 :]  # whole lines only: the window starts mid-line
     text = redact(strip_ansi(head if not tail else f"{head}\n{tail}"))
-    lines = [
-        line
-        for line in (" ".join(raw.split()) for raw in text.splitlines())
-        if _MEANINGFUL_LINE.search(line) and not line.startswith(_RULES)
-    ]
-    if not lines:
+    # Only the first and the last line worth keeping are kept: looked for from either end, not
+    # over every line of the window.
+    raws = text.splitlines()
+    first = _kept_line(raws)
+    if first is None:
         return None
-    picked = [lines[0]] if lines[-1] == lines[0] else [lines[0], lines[-1]]
+    last = _kept_line(reversed(raws)) or first  # never None: the first line is one to keep
+    picked = [first] if last == first else [first, last]
     picked = [short(line, _EXCERPT_LINE_CHARS) for line in picked]
     excerpt = picked[0] if len(picked) == 1 else f"{picked[0]}\n… {picked[1]}"
     return short(excerpt, RESULT_EXCERPT_CHARS) if len(excerpt) > RESULT_EXCERPT_CHARS else excerpt
+
+
+def _kept_line(raws: Iterable[str]) -> str | None:
+    """The first of ``raws`` that says something (a word character, not a ruler), on one line."""
+    for raw in raws:
+        line = " ".join(raw.split())
+        if _MEANINGFUL_LINE.search(line) and not line.startswith(_RULES):
+            return line
+    return None
 
 
 _PATCH_DONE = "Success. Updated the following files:"
@@ -331,6 +341,8 @@ _OC_ERROR_HINT = re.compile(
 )
 # Lines that carry no information of their own: rulers, the traceback banner.
 _OC_NOISE_LINE = re.compile(r"^(?:[=_\-*#~]{3,}.*|Traceback \(most recent call last\):)$")
+#: The characters a line _OC_NOISE_LINE matches can start with.
+_NOISE_FIRSTS = frozenset("=_-*#~T")
 _OC_ERROR_LINES = 5
 _OC_EXCERPT_CHARS = 1000
 
@@ -373,9 +385,20 @@ def error_lines(text: str, counts: str) -> str:
     ``counts`` is the test summary already in the outcome's head: its lines are left out.
     """
     lines = [line.strip() for line in text.splitlines()]
-    lines = [line for line in lines if line and not _OC_NOISE_LINE.match(line)]
+    # Each pattern is run only where it can match: a noise line starts with one of its first
+    # characters, a count line holds "pass" or "fail" (the count pattern, from "\b", is tried
+    # at every character of a line it is run on).
+    lines = [
+        line
+        for line in lines
+        if line and (line[0] not in _NOISE_FIRSTS or not _OC_NOISE_LINE.match(line))
+    ]
     if counts:
-        lines = [line for line in lines if not _OC_COUNT_LINE.search(line)]
+        lines = [
+            line
+            for line in lines
+            if ("pass" not in line and "fail" not in line) or not _OC_COUNT_LINE.search(line)
+        ]
     chosen = [line for line in lines if _error_line(line)][:_OC_ERROR_LINES]
     if not chosen:
         chosen = lines[:_OC_ERROR_LINES]

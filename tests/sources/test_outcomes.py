@@ -14,11 +14,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from obsmem.redact import redact
 from obsmem.sources.normalise import clip
+from obsmem.sources.openclaw_text import _EXIT_TEXT, _without_exit_notes
 from obsmem.sources.outcomes import (  # the markers and rulers are what the outcomes define
     _ERROR_MARKERS,
+    _MEANINGFUL_LINE,
+    _NOISE_FIRSTS,
     _OC_COUNT_LINE,
     _OC_ERROR_LINE,
+    _OC_NOISE_LINE,
     _RULES,
     RESULT_EXCERPT_CHARS,
     _error_line,
@@ -78,6 +83,20 @@ def plain_excerpt(text: str, *, errors_first: bool) -> str:
     return clip("\n".join(short(line.strip(), 300) for line in lines[:3]), 500)
 
 
+def plain_result_lines(output: str) -> list[str]:
+    """What a successful result's excerpt is made of: its first and its last line worth keeping,
+    found among all its lines, redacted (each on one line, with a word character, not a ruler).
+    For an output shorter than the excerpt's window (2 KB), which is redacted whole."""
+    lines = [
+        line
+        for line in (" ".join(raw.split()) for raw in redact(strip_ansi(output)).splitlines())
+        if _MEANINGFUL_LINE.search(line) and not line.startswith(_RULES)
+    ]
+    if not lines:
+        return []
+    return [lines[0]] if lines[-1] == lines[0] else [lines[0], lines[-1]]
+
+
 # --- random outputs --------------------------------------------------------------------------
 
 _PIECES = [
@@ -110,6 +129,18 @@ def test_error_excerpts_agree_with_the_plain_reading(output: str) -> None:
     first, _, rest = detail.partition("\n")
     wanted = f"x failed: {first}" + (f"\n{rest}" if rest else "") if detail else "x failed"
     assert failure_outcome("x", output) == wanted
+
+
+@settings(max_examples=1000, deadline=None)
+@given(outputs)
+def test_result_excerpts_agree_with_the_plain_reading(output: str) -> None:
+    if len(output) > 2048:
+        return  # a longer one is read in a head and a tail window
+    lines = [short(line, 120) for line in plain_result_lines(output)]
+    expected = None if not lines else lines[0] if len(lines) == 1 else f"{lines[0]}\n… {lines[1]}"
+    if expected is not None and len(expected) > RESULT_EXCERPT_CHARS:
+        expected = short(expected, RESULT_EXCERPT_CHARS)
+    assert result_excerpt(output, "make") == expected
 
 
 # --- what the readings find ------------------------------------------------------------------
@@ -227,6 +258,21 @@ def test_openclaw_line_shortcuts_agree_with_their_patterns(text: str) -> None:
     for line in [text, *text.splitlines()]:
         assert _error_line(line) == (_OC_ERROR_LINE.search(line) is not None), line
         assert _error_line(line.strip()) == (_OC_ERROR_LINE.search(line.strip()) is not None)
-        # summarise_tests passes over a line without "pass" or "fail" before its count pattern.
+        # summarise_tests and error_lines pass over a line without "pass" or "fail" before the
+        # count pattern, and error_lines a line that starts otherwise before the noise pattern.
         found = _OC_COUNT_LINE.search(line) is not None
         assert not found or "pass" in line or "fail" in line
+        noise = _OC_NOISE_LINE.match(line.strip()) is not None
+        assert not noise or line.strip()[0] in _NOISE_FIRSTS
+
+
+_EXIT_PIECES = [
+    "Command", "Process", "ommand", " exited with code ", "exited with code ", "1", "-", "-2",
+    "12", "\u0663", "x", " ", "\n", "(", ")", "Command exited with code 1", "Proc",
+]  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_EXIT_PIECES), max_size=14).map("".join))
+def test_exit_notes_are_taken_out_as_their_pattern_takes_them(text: str) -> None:
+    assert _without_exit_notes(text) == _EXIT_TEXT.sub("", text)
