@@ -378,10 +378,18 @@ def read(
         flush=flush,
         skipped=session.skipped,
     )
-    add = session.add
+    add, words, result = session.add, session._words, session._result
     with paused_gc():
         for line, record in records:
-            add(line, record)
+            # Most lines are messages: sent to their handler here, without a call more through
+            # add (which takes the rest, and any record that calls itself a session_meta).
+            role = record.get("role")
+            if role == "tool" and record.get("type") != "session_meta":
+                result(line, record)
+            elif (role == "user" or role == "assistant") and record.get("type") != "session_meta":
+                words(line, record, role)
+            else:
+                add(line, record)
     # Turns made before the session id was read carry None; a file without one is its stem.
     unnamed = session.turns if session.unnamed is None else session.turns[: session.unnamed]
     name = session.session or path.stem or None

@@ -238,6 +238,20 @@ def test_session_and_time_fallbacks(tmp_path: Path) -> None:
     assert hermes.read(with_cwd).turns[0].project == "app"
 
 
+def test_a_record_typed_session_meta_is_one_whatever_its_role(tmp_path: Path) -> None:
+    # The read loop sends messages to their handlers itself: one that calls itself a
+    # session_meta still goes where a session line goes.
+    records = [
+        {"type": "session_meta", "role": "user", "session_id": "s-typed", "content": "not said"},
+        {"type": "session_meta", "role": "tool", "cwd": "/srv/app", "content": "Error: x"},
+        {"role": "user", "content": "said"},
+    ]
+    result = hermes.read(_write(tmp_path / "20260101_000000_stem.jsonl", records))
+    assert [(t.role, t.text, t.session, t.project) for t in result.turns] == [
+        ("user", "said", "s-typed", "app")
+    ]
+
+
 def test_turns_before_the_session_line_take_its_id_but_not_its_cwd(tmp_path: Path) -> None:
     records = [
         {"role": "user", "content": "early"},
