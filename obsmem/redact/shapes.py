@@ -400,15 +400,6 @@ def _alternate_joins(text: str) -> list[str]:
 
 def _wrapped_gated(text: str, counts: Counter[str]) -> list[Span]:
     """The gated shapes found only once the lines are joined: each wrapped token's parts."""
-    # Joining takes out only line breaks, spaces and tabs, none of which a trigger holds: a
-    # trigger in a joined text is in the text without any of them, and so is the guard it
-    # holds. Without a guard there (most texts) no join is made.
-    squeezed = text.replace("\n", "").replace("\r", "").replace(" ", "").replace("\t", "")
-    for guard, _ in _GATED_GUARDS:
-        if guard in squeezed:
-            break
-    else:
-        return []
     joined = _WRAP_JOIN.sub("", text)
     if joined == text:
         return []
@@ -541,10 +532,6 @@ def _guards() -> tuple[tuple[str, tuple[_Gated, ...]], ...]:
 
 
 _GATED_GUARDS = _guards()
-# What _wrapped_gated's look for a guard relies on: no trigger holds what joining takes out, and
-# each guard is part of its triggers.
-assert not any(c in entry[1] for entry in _GATED for c in " \t\r\n")
-assert all(guard in entry[1] for guard, entries in _GATED_GUARDS for entry in entries)
 
 
 def _take(found: list[Span], spans: list[Span], counts: Counter[str]) -> int:
