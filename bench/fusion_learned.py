@@ -19,7 +19,7 @@ lifted and the vector ranking's first ``POOL`` after its date boost. Each candid
   ``NEARBY_LINES`` lines of it (same file, day and section).
 
 The score is the weights' dot product with the features; BM25's unambiguous winner stays first
-as in the product; boosts are left out (1.00x on LoCoMo: no importance, dates years old). The
+as in the product; the boosts are left out (on LoCoMo the order is the same without them). The
 weights start at the product's RRF (1, 0.3, the rest 0) and are fitted by coordinate ascent on
 mean turn R@10 (categories 1-4): each weight in turn tries its value +/- 1..4 steps, keeps the
 best strict gain, and the steps halve after a pass without one (``fit``). ``--pairwise``
