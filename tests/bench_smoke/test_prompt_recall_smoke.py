@@ -8,26 +8,11 @@ prompts are given memories and that the other kinds mostly are not.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[2]
-_SCRIPT = ROOT / "bench" / "prompt_recall.py"
+from tests.bench_smoke.scripts import load_script
 
-
-def _load() -> ModuleType:
-    # bench/ is a folder of scripts, not a package: load the file under a name no test uses.
-    spec = importlib.util.spec_from_file_location("bench_prompt_recall", _SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-B = _load()
+B = load_script("prompt_recall")
 
 
 def test_questions_about_stored_observations_are_given_memories(tmp_path: Path) -> None:
