@@ -214,16 +214,16 @@ def _semantic(
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         notice(f"hybrid search unavailable (cannot embed the query: {detail}); using BM25 only")
         return None
-    boost = settings.search_vector_date_boost if dates else 0.0
+    date_weight = settings.search_vector_date_boost if dates else 0.0
     if where is None:
-        depth = pool * DATED_DEPTH if boost > 0 else pool
+        depth = pool * DATED_DEPTH if date_weight > 0 else pool
         ranked = vectors.rank_vector(query_vector, depth, exact_for=pool)
     else:
         # Filters already read the ranking in rounds; the boost re-sorts what passes them.
         ranked = _filtered_ranking(conn, vectors, query_vector, pool, where)
-    if boost > 0:
+    if date_weight > 0:
         dated = _passing(conn, [rowid for rowid, _ in ranked], *date_condition(dates))
-        ranked = date_boosted(ranked, dated, boost, pool)
+        ranked = date_boosted(ranked, dated, date_weight, pool)
     missing = vectors.unembedded()
     if missing:
         notice(
