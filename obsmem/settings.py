@@ -375,6 +375,36 @@ SPECS: tuple[SettingSpec, ...] = (
         "US dollars per million output tokens, as OM_LLM_PRICE_INPUT.",
     ),
     SettingSpec(
+        "OM_LLM_PRICE_CACHED_INPUT",
+        "llm_price_cached_input",
+        _float_range(0.0, 10_000.0),
+        None,
+        "US dollars per million cached input tokens (unset: the input price, and the cost of "
+        "a call with cached tokens is then an upper bound).",
+    ),
+    SettingSpec(
+        "OM_LLM_REFLECTOR_PRICE_INPUT",
+        "llm_reflector_price_input",
+        _float_range(0.0, 10_000.0),
+        None,
+        "OM_LLM_PRICE_INPUT for reflector calls (unset: the shared price when the reflector "
+        "uses the observer's model, else cost unknown).",
+    ),
+    SettingSpec(
+        "OM_LLM_REFLECTOR_PRICE_OUTPUT",
+        "llm_reflector_price_output",
+        _float_range(0.0, 10_000.0),
+        None,
+        "OM_LLM_PRICE_OUTPUT for reflector calls, as OM_LLM_REFLECTOR_PRICE_INPUT.",
+    ),
+    SettingSpec(
+        "OM_LLM_REFLECTOR_PRICE_CACHED_INPUT",
+        "llm_reflector_price_cached_input",
+        _float_range(0.0, 10_000.0),
+        None,
+        "OM_LLM_PRICE_CACHED_INPUT for reflector calls, as OM_LLM_REFLECTOR_PRICE_INPUT.",
+    ),
+    SettingSpec(
         "OM_FALLBACK",
         "fallback",
         _choice("rules", "defer"),
@@ -559,6 +589,10 @@ class Settings:
     daily_token_budget: int = 0
     llm_price_input: float | None = None
     llm_price_output: float | None = None
+    llm_price_cached_input: float | None = None
+    llm_reflector_price_input: float | None = None
+    llm_reflector_price_output: float | None = None
+    llm_reflector_price_cached_input: float | None = None
     fallback: str = "rules"
     observer_max_input_tokens: int = 30000
     observer_overlap_turns: int = 3

@@ -10,7 +10,7 @@ from typing import Any
 
 from obsmem.index import index_status
 from obsmem.integrations.checks import installed_summary
-from obsmem.llm.usage import cost_totals, usage_totals
+from obsmem.llm.usage import period_totals
 from obsmem.memory.model import PRIORITIES
 from obsmem.memory.store import MemoryStore
 from obsmem.paths import REFLECTIONS_FILE
@@ -34,8 +34,10 @@ class StatusReport:
     provider: dict[str, str]
     integrations: list[str] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
+    #: Tokens in (``cached`` of them) and out and calls, today and this month.
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
-    #: Dollars of the calls of known cost and the count of the others, today and this month.
+    #: Dollars of the calls of known cost, the count of the others (``unpriced``) and of the
+    #: known costs that are upper bounds (``upper``), today and this month.
     cost: dict[str, dict[str, float]] = field(default_factory=dict)
     search: dict[str, Any] = field(default_factory=dict)
 
@@ -57,6 +59,7 @@ def collect_status(
     by_priority = Counter(obs.priority or "none" for obs in doc.observations)
     reflections = store.read_sections(REFLECTIONS_FILE)
     model = settings.llm_observer_model or settings.llm_model or "(provider default)"
+    totals = period_totals(store.usage_path, date.today())  # one read of the usage log
     return StatusReport(
         memory_dir=str(store.home),
         files=files,
@@ -73,8 +76,14 @@ def collect_status(
         },
         integrations=installed_summary(environ),
         sources=_sources(store, environ),
-        usage=usage_totals(store.usage_path, date.today()),
-        cost=cost_totals(store.usage_path, date.today()),
+        usage={
+            period: {key: int(row[key]) for key in ("in", "cached", "out", "calls")}
+            for period, row in totals.items()
+        },
+        cost={
+            period: {"usd": row["usd"], **{key: int(row[key]) for key in ("unpriced", "upper")}}
+            for period, row in totals.items()
+        },
         search=search_status(store, settings),
     )
 

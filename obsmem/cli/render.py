@@ -142,8 +142,8 @@ def status(report: StatusReport) -> str:
             from obsmem.llm.usage import cost_text
 
             lines.append(
-                f"llm cost          today {cost_text(cost['today'], int(today['calls']))}, "
-                f"this month {cost_text(cost['month'], int(month['calls']))}"
+                f"llm cost          today {cost_text(cost['today'] | today)}, "
+                f"this month {cost_text(cost['month'] | month)}"
             )
     for source in report.sources:
         if not source["files"]:

@@ -138,6 +138,8 @@ class AnthropicProvider(BaseProvider):
             input_tokens=int(input_tokens),
             output_tokens=int(usage.output_tokens or 0),
             stop_reason=str(response.stop_reason or ""),
+            # Cache reads are the cheap part; cache writes are billed at least the input price.
+            cached_input_tokens=int(usage.cache_read_input_tokens or 0),
         )
 
     def _classify(self, exc: Exception) -> Failure | None:

@@ -66,6 +66,8 @@ class Completion:
     output_tokens: int
     stop_reason: str = ""  # "end_turn"/"stop", "max_tokens"/"length", "refusal", ...
     cost_usd: float | None = None  # what the provider says the call cost, when it says
+    #: Of ``input_tokens``, those read from the provider's prompt cache (billed more cheaply).
+    cached_input_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:

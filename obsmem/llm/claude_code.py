@@ -84,6 +84,7 @@ def parse_result(stdout: str, model: str) -> Completion:
         output_tokens=_count(usage, "output_tokens"),
         stop_reason=str(data.get("stop_reason") or "end_turn"),
         cost_usd=_cost(data.get("total_cost_usd")),
+        cached_input_tokens=_count(usage, "cache_read_input_tokens"),
     )
 
 

@@ -60,7 +60,7 @@ def _events(stdout: str) -> list[dict[str, Any]]:
 def parse_events(stdout: str, model: str) -> Completion:
     """The completion in ``codex exec --json`` output; ``CLIFailure`` when it reports an error."""
     text: str | None = None
-    input_tokens = output_tokens = 0
+    input_tokens = output_tokens = cached_tokens = 0
     for event in _events(stdout):
         kind = event.get("type")
         if kind == "item.completed":
@@ -73,6 +73,7 @@ def parse_events(stdout: str, model: str) -> Completion:
             if isinstance(usage, dict):
                 input_tokens += max(0, int(usage.get("input_tokens") or 0))
                 output_tokens += max(0, int(usage.get("output_tokens") or 0))
+                cached_tokens += max(0, int(usage.get("cached_input_tokens") or 0))
         elif kind in ("turn.failed", "error"):
             error = event.get("error")
             message = error.get("message") if isinstance(error, dict) else event.get("message")
@@ -86,6 +87,7 @@ def parse_events(stdout: str, model: str) -> Completion:
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         stop_reason="stop",
+        cached_input_tokens=min(cached_tokens, input_tokens),
     )
 
 

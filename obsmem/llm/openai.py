@@ -136,6 +136,9 @@ class OpenAIProvider(BaseProvider):
         # Some servers report no usage; an estimate keeps the daily budget meaningful.
         input_tokens = usage.prompt_tokens if usage else estimate_tokens(prompt)
         output_tokens = usage.completion_tokens if usage else estimate_tokens(text)
+        # prompt_tokens includes the cached ones; many servers leave the details out.
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = int(getattr(details, "cached_tokens", 0) or 0)
         return Completion(
             text=text,
             provider=self.name,
@@ -143,6 +146,7 @@ class OpenAIProvider(BaseProvider):
             input_tokens=int(input_tokens or 0),
             output_tokens=int(output_tokens or 0),
             stop_reason=str(choice.finish_reason or ""),
+            cached_input_tokens=max(0, min(cached, int(input_tokens or 0))),
         )
 
     def _classify(self, exc: Exception) -> Failure | None:

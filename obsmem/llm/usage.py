@@ -3,13 +3,19 @@
 Each successful call appends one JSON line to ``<state dir>/usage.jsonl``::
 
     {"ts": "2026-03-02T14:30:05+01:00", "provider": "anthropic", "model": "claude-haiku-5-5",
-     "purpose": "observer", "in": 5120, "out": 380, "usd": 0.0069}
+     "purpose": "observer", "in": 5120, "cached": 4096, "out": 380, "usd": 0.0069}
+
+``in`` counts every input token, ``cached`` (absent: 0, as in lines written before it was kept)
+those of them the provider read from its prompt cache, which it bills more cheaply.
 
 ``usd``, what the call cost in US dollars, is there when it is known: the provider reported it
-(the ``claude`` CLI's ``total_cost_usd``), or ``OM_LLM_PRICE_INPUT`` and ``OM_LLM_PRICE_OUTPUT``
-(dollars per million tokens) were both set when the call was made. A line without it (older
-lines, and calls with no price) is a call of unknown cost: totals count those calls apart rather
-than guess, and a price set later does not rewrite what earlier calls cost.
+(the ``claude`` CLI's ``total_cost_usd``), or an input and an output price (dollars per million
+tokens, ``prices_for``: ``OM_LLM_PRICE_*``, for reflector calls ``OM_LLM_REFLECTOR_PRICE_*``)
+were set when the call was made. Cached tokens cost ``OM_LLM_PRICE_CACHED_INPUT``; with that
+unset they are charged the input price and the line says ``"usd_upper_bound": true``. A line
+without ``usd`` (older lines, and calls with no price) is a call of unknown cost: totals count
+those calls apart rather than guess, and a price set later does not rewrite what earlier calls
+cost.
 
 Days and months are local (the timestamp carries its offset), as a user reading "today" means.
 The log is append-only and durable (``append_line`` fsyncs); a torn or foreign line is skipped.
@@ -40,18 +46,21 @@ from obsmem.memory.atomic import append_line
 from obsmem.settings import Settings
 
 __all__ = [
+    "TOTAL_KEYS",
     "USAGE_FILE",
     "MeteredProvider",
+    "Prices",
     "UsageRecord",
     "budget_left",
     "call_cost",
     "cost_text",
-    "cost_totals",
+    "daily_totals",
     "dollars",
+    "period_totals",
+    "prices_for",
     "read_usage",
     "record_usage",
     "usage_path",
-    "usage_totals",
 ]
 
 USAGE_FILE = "usage.jsonl"
@@ -69,6 +78,8 @@ class UsageRecord:
     input_tokens: int
     output_tokens: int
     cost_usd: float | None = None  # None: not known
+    cached_input_tokens: int = 0  # of input_tokens; 0 in lines written before it was kept
+    cost_upper_bound: bool = False  # cached tokens priced at the full input price
 
     @property
     def day(self) -> date:
@@ -85,9 +96,22 @@ class UsageRecord:
             "in": self.input_tokens,
             "out": self.output_tokens,
         }
+        if self.cached_input_tokens:
+            data["cached"] = self.cached_input_tokens
         if self.cost_usd is not None:
             data["usd"] = round(self.cost_usd, 6)
+            if self.cost_upper_bound:
+                data["usd_upper_bound"] = True
         return json.dumps(data, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Prices:
+    """Dollars per million tokens for one call."""
+
+    input: float
+    output: float
+    cached_input: float | None  # None: cached input costs the input price, at most
 
 
 def usage_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -95,17 +119,56 @@ def usage_path(environ: Mapping[str, str] | None = None) -> Path:
     return paths.usage_path(environ)
 
 
-def call_cost(completion: Completion, settings: Settings | None) -> float | None:
-    """What one call cost in US dollars: the provider's own figure, else the tokens at
-    ``OM_LLM_PRICE_INPUT`` / ``OM_LLM_PRICE_OUTPUT``; None when neither is known."""
-    if completion.cost_usd is not None:
-        return completion.cost_usd
-    if settings is None or settings.llm_price_input is None or settings.llm_price_output is None:
+def prices_for(settings: Settings | None, purpose: str) -> Prices | None:
+    """The prices of a ``purpose`` call; None when its input or output price is unknown.
+
+    Reflector calls take ``OM_LLM_REFLECTOR_PRICE_*`` where set, else the shared prices, but
+    only when the reflector runs the observer's model: another model's calls are left unpriced
+    rather than charged at a price that is not theirs.
+    """
+    if settings is None:
         return None
-    return (
-        completion.input_tokens * settings.llm_price_input
-        + completion.output_tokens * settings.llm_price_output
+    shared = (settings.llm_price_input, settings.llm_price_output, settings.llm_price_cached_input)
+    chosen: tuple[float | None, ...] = shared
+    if purpose == "reflector":
+        own = (
+            settings.llm_reflector_price_input,
+            settings.llm_reflector_price_output,
+            settings.llm_reflector_price_cached_input,
+        )
+        same_model = (settings.llm_reflector_model or settings.llm_model) == (
+            settings.llm_observer_model or settings.llm_model
+        )
+        fallback = shared if same_model else (None, None, None)
+        chosen = tuple(o if o is not None else f for o, f in zip(own, fallback, strict=True))
+    price_in, price_out, price_cached = chosen
+    if price_in is None or price_out is None:
+        return None
+    return Prices(price_in, price_out, price_cached)
+
+
+def call_cost(
+    completion: Completion, settings: Settings | None, purpose: str = "observer"
+) -> tuple[float | None, bool]:
+    """What one call cost in US dollars, and whether that is only an upper bound.
+
+    The provider's own figure when it gives one, else the tokens at ``prices_for(purpose)``:
+    cached input at its own price, or at the input price (an upper bound) when that is unset.
+    None when neither is known.
+    """
+    if completion.cost_usd is not None:
+        return completion.cost_usd, False
+    prices = prices_for(settings, purpose)
+    if prices is None:
+        return None, False
+    cached = min(completion.cached_input_tokens, completion.input_tokens)
+    cached_price = prices.input if prices.cached_input is None else prices.cached_input
+    usd = (
+        (completion.input_tokens - cached) * prices.input
+        + cached * cached_price
+        + completion.output_tokens * prices.output
     ) / 1_000_000
+    return usd, bool(cached) and prices.cached_input is None
 
 
 def record_usage(
@@ -121,6 +184,7 @@ def record_usage(
     ``settings`` gives the prices of a call whose provider reports no cost (``call_cost``).
     """
     stamp = (when or datetime.now()).astimezone()
+    usd, upper = call_cost(completion, settings, purpose)
     record = UsageRecord(
         stamp,
         completion.provider,
@@ -128,10 +192,16 @@ def record_usage(
         purpose,
         completion.input_tokens,
         completion.output_tokens,
-        call_cost(completion, settings),
+        usd,
+        min(completion.cached_input_tokens, completion.input_tokens),
+        upper,
     )
     append_line(path, record.to_json())
     return record
+
+
+def _count(data: Any, key: str) -> int:
+    return max(0, int(data.get(key, 0)))
 
 
 def _parse(line: bytes) -> UsageRecord | None:
@@ -147,9 +217,11 @@ def _parse(line: bytes) -> UsageRecord | None:
             str(data.get("provider", "")),
             str(data.get("model", "")),
             str(data.get("purpose", "")),
-            max(0, int(data.get("in", 0))),
-            max(0, int(data.get("out", 0))),
+            _count(data, "in"),
+            _count(data, "out"),
             float(usd) if known else None,
+            _count(data, "cached"),
+            known and data.get("usd_upper_bound") is True,
         )
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
@@ -194,33 +266,45 @@ def read_usage(path: Path, since: date | None = None) -> Iterator[UsageRecord]:
             yield record
 
 
-def usage_totals(path: Path, today: date) -> dict[str, dict[str, int]]:
-    """Tokens in, tokens out and calls for ``today`` and for its month (local days)."""
-    totals = {period: {"in": 0, "out": 0, "calls": 0} for period in ("today", "month")}
-    for record in read_usage(path, since=today.replace(day=1)):
-        if record.day > today:
-            continue  # a clock that went backwards; "today" means up to today
-        periods = ("today", "month") if record.day == today else ("month",)
-        for period in periods:
-            totals[period]["in"] += record.input_tokens
-            totals[period]["out"] += record.output_tokens
-            totals[period]["calls"] += 1
-    return totals
+#: The sums of one day's (or period's) calls: tokens in (of them cached) and out, calls, the
+#: dollars of the calls of known cost, how many were of unknown cost, and how many of the known
+#: costs are upper bounds (cached input at the input price).
+TOTAL_KEYS = ("in", "cached", "out", "calls", "usd", "unpriced", "upper")
 
 
-def cost_totals(path: Path, today: date) -> dict[str, dict[str, float]]:
-    """Dollars spent ``today`` and in its month on the calls of known cost (``usd``), and how
-    many calls of unknown cost there were besides (``unpriced``)."""
-    totals = {period: {"usd": 0.0, "unpriced": 0} for period in ("today", "month")}
-    for record in read_usage(path, since=today.replace(day=1)):
-        if record.day > today:
-            continue  # as in usage_totals
-        for period in ("today", "month") if record.day == today else ("month",):
-            if record.cost_usd is None:
-                totals[period]["unpriced"] += 1
-            else:
-                totals[period]["usd"] += record.cost_usd
-    return totals
+def _empty() -> dict[str, float]:
+    return dict.fromkeys(TOTAL_KEYS, 0) | {"usd": 0.0}
+
+
+def daily_totals(path: Path, since: date, until: date) -> dict[date, dict[str, float]]:
+    """The ``TOTAL_KEYS`` sums of every local day from ``since`` to ``until``, newest first
+    (days without a call are zeros; a record after ``until``, a clock that went back, is left
+    out)."""
+    days = {until - timedelta(days=n): _empty() for n in range((until - since).days + 1)}
+    for record in read_usage(path, since=since):
+        row = days.get(record.day)
+        if row is None:
+            continue
+        row["in"] += record.input_tokens
+        row["cached"] += record.cached_input_tokens
+        row["out"] += record.output_tokens
+        row["calls"] += 1
+        if record.cost_usd is None:
+            row["unpriced"] += 1
+        else:
+            row["usd"] += record.cost_usd
+            row["upper"] += record.cost_upper_bound
+    return days
+
+
+def period_totals(path: Path, today: date) -> dict[str, dict[str, float]]:
+    """``daily_totals`` of ``today`` and summed over its month: ``{"today": ..., "month": ...}``."""
+    days = daily_totals(path, today.replace(day=1), today)
+    month = _empty()
+    for row in days.values():
+        for key in TOTAL_KEYS:
+            month[key] += row[key]
+    return {"today": days[today], "month": month}
 
 
 def dollars(amount: float) -> str:
@@ -228,14 +312,18 @@ def dollars(amount: float) -> str:
     return f"${amount:,.2f}" if amount >= 1 or amount == 0 else f"${amount:.4f}"
 
 
-def cost_text(cost: Mapping[str, float], calls: int, *, fix: bool = True) -> str:
-    """A period's cost (a ``cost_totals`` row) over its ``calls``: ``$0.4200``, ``$0.4200 + 3
-    calls of unknown cost``, or ``unknown`` (with the fix, unless ``fix`` is false) when no
-    call's cost is known."""
-    unpriced = int(cost.get("unpriced", 0))
+def cost_text(totals: Mapping[str, float], *, fix: bool = True) -> str:
+    """A ``daily_totals`` row's cost: ``$0.4200``, ``at most $0.4200`` (cached input priced
+    as input), ``... + 3 calls of unknown cost``, or ``unknown`` when no call's cost is known;
+    with ``fix``, the setting that would make it exact is named."""
+    calls, unpriced = int(totals.get("calls", 0)), int(totals.get("unpriced", 0))
     if calls and unpriced >= calls:
         return "unknown (set OM_LLM_PRICE_INPUT and OM_LLM_PRICE_OUTPUT)" if fix else "unknown"
-    shown = dollars(float(cost.get("usd", 0.0)))
+    shown = dollars(float(totals.get("usd", 0.0)))
+    if totals.get("upper", 0):
+        shown = "at most " + shown
+        if fix:
+            shown += " (cached input at the input price: set OM_LLM_PRICE_CACHED_INPUT)"
     if unpriced:
         shown += f" + {unpriced} call{'s' if unpriced != 1 else ''} of unknown cost"
     return shown

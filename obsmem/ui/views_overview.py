@@ -17,7 +17,7 @@ from obsmem.context.startup import (
 )
 from obsmem.doctor import run_checks
 from obsmem.errors import NotFound, UsageError
-from obsmem.llm.usage import cost_text, read_usage
+from obsmem.llm.usage import cost_text, daily_totals, prices_for
 from obsmem.memory.model import Entry
 from obsmem.paths import REFLECTIONS_FILE
 from obsmem.search.browse import facets
@@ -108,28 +108,16 @@ async def next_session(viewer: Viewer, request: Request) -> Response:
 
 def _usage_by_day(viewer: Viewer) -> list[dict[str, Any]]:
     today = date.today()
-    since = today - timedelta(days=USAGE_DAYS - 1)
-    days = {since + timedelta(days=n): {"in": 0, "out": 0, "calls": 0, "usd": 0.0, "unpriced": 0}
-            for n in range(USAGE_DAYS)}  # fmt: skip
-    for record in read_usage(viewer.store.usage_path, since=since):
-        if record.day in days:
-            row = days[record.day]
-            row["in"] += record.input_tokens
-            row["out"] += record.output_tokens
-            row["calls"] += 1
-            if record.cost_usd is None:
-                row["unpriced"] += 1
-            else:
-                row["usd"] += record.cost_usd
+    days = daily_totals(viewer.store.usage_path, today - timedelta(days=USAGE_DAYS - 1), today)
     budget = viewer.settings.daily_token_budget
     return [
         {
             "day": day.isoformat(),
             **row,
             "share": (row["in"] + row["out"]) / budget if budget else None,
-            "cost": cost_text(row, int(row["calls"]), fix=False) if row["calls"] else "–",
+            "cost": cost_text(row, fix=False) if row["calls"] else "–",
         }
-        for day, row in sorted(days.items(), reverse=True)
+        for day, row in days.items()
     ]
 
 
@@ -142,8 +130,6 @@ async def status(viewer: Viewer, request: Request) -> Response:
         return report, checks, _usage_by_day(viewer)
 
     report, checks, usage = await run_in_threadpool(work)
-    priced = viewer.settings.llm_price_input is not None and (
-        viewer.settings.llm_price_output is not None
-    )
+    priced = prices_for(viewer.settings, "observer") is not None
     return viewer.page(request, "status.html", report=report, checks=checks, usage=usage,
                        budget=viewer.settings.daily_token_budget, priced=priced)  # fmt: skip

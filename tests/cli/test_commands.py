@@ -66,12 +66,23 @@ def test_status_shows_the_llm_cost_where_it_is_known(home: Path) -> None:
     assert code == 0
     assert "llm cost          today $0.2500 + 1 call of unknown cost, this month $0.2500" in out
     data = json.loads(run("status", "--json")[1])
-    assert data["cost"]["today"] == {"usd": 0.25, "unpriced": 1}
-    assert data["usage"]["today"] == {"in": 4900, "out": 200, "calls": 2}  # as before
+    assert data["cost"]["today"] == {"usd": 0.25, "unpriced": 1, "upper": 0}
+    assert data["usage"]["today"] == {"in": 4900, "cached": 0, "out": 200, "calls": 2}
     paths.usage_path().unlink()
     record_usage(paths.usage_path(), Completion("t", "anthropic", "m", 900, 80), purpose="observer")
     out = run("status")[1]
     assert "llm cost          today unknown (set OM_LLM_PRICE_INPUT and OM_LLM_PRICE_OUTPUT)" in out
+    # Cached input at the input price: the cost is an upper bound, and says how to make it exact.
+    from obsmem.settings import Settings
+
+    cached = Completion("t", "codex", "m", 20000, 500, cached_input_tokens=18000)
+    priced = Settings(llm_price_input=1.25, llm_price_output=10.0)
+    record_usage(paths.usage_path(), cached, purpose="observer", settings=priced)
+    out = run("status")[1]
+    assert (
+        "llm cost          today at most $0.0300 (cached input at the input price: set "
+        "OM_LLM_PRICE_CACHED_INPUT) + 1 call of unknown cost" in out
+    )
 
 
 def test_search_finds_hand_added_line_on_first_search(home: Path) -> None:

@@ -132,6 +132,7 @@ class Reply:
     text: str | Callable[[RecordedRequest], str] = "ok"
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_tokens: int = 0  # of input_tokens, read from the prompt cache
     model: str | None = None  # default: the model the request named
     stop_reason: str | None = None  # default: "end_turn" (Anthropic) / "stop" (OpenAI)
     headers: dict[str, str] = field(default_factory=dict)
@@ -396,7 +397,12 @@ class _Handler(BaseHTTPRequestHandler):
                 "model": model,
                 "stop_reason": reply.stop_reason or "end_turn",
                 "stop_sequence": None,
-                "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+                # Anthropic's input_tokens leaves the cache reads out; prompt_tokens has them.
+                "usage": {
+                    "input_tokens": input_tokens - reply.cached_tokens,
+                    "cache_read_input_tokens": reply.cached_tokens,
+                    "output_tokens": output_tokens,
+                },
             }
         return {
             "id": f"chatcmpl-fake-{number:06d}",
@@ -415,6 +421,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "prompt_tokens": input_tokens,
                 "completion_tokens": output_tokens,
                 "total_tokens": input_tokens + output_tokens,
+                "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
             },
             "system_fingerprint": None,
         }

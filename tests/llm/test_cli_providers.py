@@ -23,7 +23,7 @@ from obsmem import paths
 from obsmem.errors import ProviderError, SettingsError
 from obsmem.llm import get_metered_provider, get_provider
 from obsmem.llm.cli import CLIProvider
-from obsmem.llm.usage import usage_path, usage_totals
+from obsmem.llm.usage import period_totals, usage_path
 from obsmem.settings import load_settings
 
 KINDS = {"claude-code": "claude", "codex": "codex"}
@@ -97,13 +97,18 @@ def test_the_prompt_goes_on_stdin_with_no_tools_and_the_model(name: str, fake_bi
 @pytest.mark.parametrize("name", list(KINDS))
 def test_usage_from_the_cli_reaches_the_usage_log(name: str, fake_bin: Path) -> None:
     cli = fake(fake_bin, name)
-    cli.behave(usage={"in": 1000, "cached": 0, "out": 50})
+    cli.behave(usage={"in": 1000, "cached": 600, "out": 50})
     environ = {**os.environ, "OM_LLM_PROVIDER": name}
     metered = get_metered_provider(load_settings(environ), environ=environ)
     assert metered is not None
     metered.complete("s", "u", purpose="observer")
-    totals = usage_totals(usage_path(), datetime.now().astimezone().date())
-    assert totals["today"] == {"in": 1000, "out": 50, "calls": 1}
+    totals = period_totals(usage_path(), datetime.now().astimezone().date())
+    assert {k: totals["today"][k] for k in ("in", "cached", "out", "calls")} == {
+        "in": 1000 if name == "codex" else 1600,  # Codex's input_tokens holds the cached ones
+        "cached": 600,
+        "out": 50,
+        "calls": 1,
+    }
     line = json.loads(usage_path().read_text().splitlines()[0])
     assert line["provider"] == name
     # Claude Code reports what the call cost (total_cost_usd); Codex reports tokens only.
@@ -113,7 +118,12 @@ def test_usage_from_the_cli_reaches_the_usage_log(name: str, fake_bin: Path) -> 
 
     shown = collect_status(MemoryStore().ensure(), load_settings(environ), environ)
     assert shown.provider["effective"] == name
-    assert shown.usage["today"] == {"in": 1000, "out": 50, "calls": 1}
+    assert shown.usage["today"] == {
+        "in": 1000 if name == "codex" else 1600,
+        "cached": 600,
+        "out": 50,
+        "calls": 1,
+    }
 
 
 def test_claude_cache_tokens_count_as_input(fake_bin: Path) -> None:

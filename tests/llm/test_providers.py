@@ -149,6 +149,7 @@ def test_anthropic_joins_text_blocks_and_skips_thinking(
     reply = claude(fake_llm, sleeps).complete("s", "u", purpose="observer")
     assert reply.text == "part one, part two"
     assert reply.input_tokens == 13  # cached prompt tokens are billed, so they count
+    assert reply.cached_input_tokens == 10  # ... at their own price
 
 
 def test_json_mode_openai_asks_for_a_json_object(fake_llm: FakeLLMServer, sleeps: Sleeps) -> None:

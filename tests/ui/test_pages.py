@@ -9,6 +9,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from obsmem.memory.store import MemoryStore
+from obsmem.settings import Settings
 from obsmem.ui import views_memory
 
 from .conftest import observation
@@ -208,6 +209,10 @@ def test_status_shows_each_days_cost_where_it_is_known(
     record_usage(memory.usage_path, reported, purpose="observer", when=now)
     unpriced = Completion("t", "anthropic", "m", 900, 80)
     record_usage(memory.usage_path, unpriced, purpose="observer", when=now - timedelta(days=1))
+    cached = Completion("t", "codex", "m", 20000, 500, cached_input_tokens=18000)
+    full = Settings(llm_price_input=1.25, llm_price_output=10.0)
+    record_usage(memory.usage_path, cached, purpose="observer", when=now - timedelta(days=2),
+                 settings=full)  # fmt: skip
     page = client.get("/status")
     assert page.status_code == 200
     assert "<th>cost</th>" in page.text
@@ -215,8 +220,12 @@ def test_status_shows_each_days_cost_where_it_is_known(
     cost = {day: re.findall(r"<td>([^<]*)</td>", rest)[3] for day, rest in rows}
     assert cost[now.date().isoformat()] == "$0.0125"
     assert cost[(now - timedelta(days=1)).date().isoformat()] == "unknown"
-    assert cost[(now - timedelta(days=2)).date().isoformat()] == "–"  # no calls that day
+    assert cost[(now - timedelta(days=2)).date().isoformat()] == "at most $0.0300"
+    assert cost[(now - timedelta(days=3)).date().isoformat()] == "–"  # no calls that day
+    tokens_in = {day: re.findall(r"<td>([^<]*)</td>", rest)[1] for day, rest in rows}
+    assert tokens_in[(now - timedelta(days=2)).date().isoformat()] == "20,000 (18,000)"
     assert "unknown until OM_LLM_PRICE_INPUT and OM_LLM_PRICE_OUTPUT" in page.text
+    assert "without it they are charged the input price" in page.text
 
 
 def test_static_files_are_served(client: TestClient) -> None:
