@@ -36,12 +36,9 @@ questions and as the mean of the five conversations' figures (printed as one JSO
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import pickle
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -52,14 +49,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fusion_replay import Lists, _collect, _content, product_lists
-from locomo_recall import SCORED_CATEGORIES, embed_cache, indexed, load_conversation
+from fusion_replay import Lists, _collect, _content, hybrid_settings, product_lists
+from locomo_recall import SCORED_CATEGORIES, indexed, load_conversation
 
 from obsmem.index.db import using_index
 from obsmem.search import hybrid
 from obsmem.search.bm25 import NEARBY_LINES, distinct_rows
-from obsmem.search.embeddings import packaged_model_folder, resolve_backend
-from obsmem.settings import Settings, load_settings
+from obsmem.search.embeddings import resolve_backend
+from obsmem.settings import Settings
 
 FEATURES = (
     "rrf_bm25", "rrf_vector", "bm25_share", "cosine", "cosine_gap", "dated", "word_share",
@@ -229,8 +226,15 @@ def fit_both(questions: Sequence[Question], start: np.ndarray, ridge: float) -> 
     return fit(questions, weights)
 
 
-def gather(data: list[dict[str, Any]], settings: Settings, cache: Path | None) -> list[Question]:
-    """Every question's features (module doc), from the lists pickled in ``cache`` if there."""
+#: One question as stored: conversation, category, evidence, lists, entry ids, turns by entry id.
+Stored = tuple[str, int, list[str], Lists | None, dict[int, str], dict[str, list[str]]]
+
+
+def stored_lists(
+    data: list[dict[str, Any]], settings: Settings, cache: Path | None
+) -> list[Stored]:
+    """Every question's lists (vectors dropped), from the pickle ``cache`` if there, else
+    collected from the product and written there."""
     if cache is not None and cache.exists():
         stored = pickle.loads(cache.read_bytes())
     else:
@@ -260,9 +264,16 @@ def gather(data: list[dict[str, Any]], settings: Settings, cache: Path | None) -
                     )
         if cache is not None:
             cache.write_bytes(pickle.dumps(stored))
+    return list(stored)
+
+
+def gather(data: list[dict[str, Any]], settings: Settings, cache: Path | None) -> list[Question]:
+    """Every question's features (module doc), from the lists pickled in ``cache`` if there."""
     return [
         question_of(lists, ids, mapping, settings, sample_id, category, evidence)
-        for sample_id, category, evidence, lists, ids, mapping in stored
+        for sample_id, category, evidence, lists, ids, mapping in stored_lists(
+            data, settings, cache
+        )
         if category in SCORED_CATEGORIES
     ]
 
@@ -307,13 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ridge", type=float, default=1e-3)
     args = parser.parse_args(argv)
     data = json.loads(args.data.read_text(encoding="utf-8"))
-    env = dict(os.environ, OM_SEARCH_BACKEND="hybrid")
-    with contextlib.ExitStack() as stack:
-        model_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="om-model-"))
-        stack.enter_context(embed_cache(args.embed_cache))
-        if not env.get("OM_EMBED_MODEL_PATH"):
-            env["OM_EMBED_MODEL_PATH"] = str(packaged_model_folder(Path(model_dir)))
-        settings = load_settings(env)
+    with hybrid_settings(args.embed_cache) as settings:
         questions = gather(data, settings, args.lists)
     start = np.zeros(len(FEATURES))
     start[0], start[1] = settings.search_bm25_weight, settings.search_vector_weight

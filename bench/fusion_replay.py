@@ -64,7 +64,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date as Date
 from functools import partial
@@ -534,6 +534,20 @@ def run(data: list[dict[str, Any]], settings: Settings, check: bool) -> dict[str
     }
 
 
+@contextlib.contextmanager
+def hybrid_settings(cache: Path) -> Iterator[Settings]:
+    """The settings of hybrid search (the environment's, backend hybrid), with the embedding
+    cache in ``cache`` and, unless ``OM_EMBED_MODEL_PATH`` names one, the packaged model
+    assembled in a temporary folder for as long as the block runs."""
+    env = dict(os.environ, OM_SEARCH_BACKEND="hybrid")
+    with contextlib.ExitStack() as stack:
+        model_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="om-model-"))
+        stack.enter_context(embed_cache(cache))
+        if not env.get("OM_EMBED_MODEL_PATH"):
+            env["OM_EMBED_MODEL_PATH"] = str(packaged_model_folder(Path(model_dir)))
+        yield load_settings(env)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -543,13 +557,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     data = json.loads(args.data.read_text(encoding="utf-8"))
-    env = dict(os.environ, OM_SEARCH_BACKEND="hybrid")
-    with contextlib.ExitStack() as stack:
-        model_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="om-model-"))
-        stack.enter_context(embed_cache(args.embed_cache))
-        if not env.get("OM_EMBED_MODEL_PATH"):
-            env["OM_EMBED_MODEL_PATH"] = str(packaged_model_folder(Path(model_dir)))
-        report = run(data, load_settings(env), args.check)
+    with hybrid_settings(args.embed_cache) as settings:
+        report = run(data, settings, args.check)
     if args.json:
         print(json.dumps(report, indent=1, sort_keys=True))
     else:
