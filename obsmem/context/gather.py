@@ -28,7 +28,7 @@ from obsmem.context.when import plan_in, without_meaning
 from obsmem.memory.model import Observation
 from obsmem.memory.observations import ObservationsDoc
 from obsmem.memory.sections import parse_sections
-from obsmem.reflect.facts import FactIndex, is_working_style, names_project
+from obsmem.reflect.facts import FactIndex, project_preference
 
 __all__ = [
     "Candidate",
@@ -214,17 +214,25 @@ def from_sections(
     return out
 
 
-def settled_cites(data: bytes) -> set[str]:
+#: Observations that stay candidates of their own whatever line of the user's cites them: an
+#: open task or commitment is a loop, a decision its project's ("User asked: I'm new to Django,
+#: help me add a coupon field" is cited by "User is new to Django"; the task is still open).
+_NEVER_SETTLED = frozenset({"task", "commitment", "decision"})
+
+
+def settled_cites(data: bytes, types: Mapping[str, str | None]) -> set[str]:
     """The observations whose fact reflections.md has settled, which are no candidates of their
     own: those its superseded lines (``~~old~~ → replaced by new``) rest on, out of date and
     never to be served again, and those its lines about the user (Core Identity, Preferences,
-    Relationship) rest on, served from there, in the profile, as the reflector placed them."""
+    Relationship) rest on, served from there, in the profile, as the reflector placed them,
+    except tasks, commitments and decisions (``types`` maps observation ids to their type)."""
     out: set[str] = set()
     for entry in parse_sections(data, kind="reflections").entries:
         top = entry.section.partition(" / ")[0].strip().lower()
-        replaced = _clean(entry.text).startswith("~~") and _REPLACED_BY in entry.text
-        if replaced or top in _USERS_SECTIONS:
+        if _clean(entry.text).startswith("~~") and _REPLACED_BY in entry.text:
             out.update(entry.cites)
+        elif top in _USERS_SECTIONS:
+            out.update(c for c in entry.cites if types.get(c) not in _NEVER_SETTLED)
     return out
 
 
@@ -356,8 +364,7 @@ def from_observations(
         section: str | None = None
         if obs.type == "preference" and obs.importance >= 0.6:
             # Said of this project by name: the project's, not one for every session.
-            named = names_project(obs.text, project) and not is_working_style(obs.text)
-            section = PROJECT if named else ABOUT
+            section = PROJECT if project_preference(obs.text, project) else ABOUT
         elif obs.importance >= 0.5 and (
             obs.type == "decision" or (obs.type is None and _DECISION_CUE.search(obs.text))
         ):

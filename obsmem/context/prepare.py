@@ -285,7 +285,7 @@ def prepare_context(
         candidates += from_sections(
             blank_generated(active_bytes), "active", (ACTIVE, 0.6, ""), projects, types
         )
-        candidates += from_observations(doc, projects, today, settled_cites(reflections))
+        candidates += from_observations(doc, projects, today, settled_cites(reflections, types))
         candidates = drop_closed(candidates, completions_in(doc.observations, projects))
         anchors = _anchors((c.entry for c in candidates), today)
         # A first cut keeps de-duplication's work bounded however many lines memory holds.

@@ -36,6 +36,7 @@ from typing import Generic, TypeVar
 
 from obsmem.memory.model import Observation, normalise_text
 from obsmem.observe.scoring import Deduper
+from obsmem.reflect.project_facts import is_project_fact
 
 __all__ = [
     "ACTIVE_PROJECTS",
@@ -54,15 +55,14 @@ __all__ = [
     "home_for",
     "is_identity",
     "is_learning",
-    "is_project_fact",
     "is_working_style",
+    "learning_fact",
     "names_project",
-    "passing_test_command",
     "project_name",
+    "project_preference",
     "same_fact",
     "subject_overlap",
     "subject_words",
-    "tests_run_with",
 ]
 
 CORE_IDENTITY = "Core Identity"
@@ -109,37 +109,66 @@ _IDENTITY_CUE = re.compile(
     re.IGNORECASE,
 )
 _IDENTITY_ALONE = re.compile(r"\bcalls the assistant\b", re.IGNORECASE)
-# What the user is learning, in their own words ("I'm new to Rust", "help me understand how
-# Python decorators work"): about them, not about a project. Not "help me understand why the
-# build fails" or "how this function works": a question about the work at hand.
+# What the user is learning, said of themselves in their own words ("I'm new to Rust", "I want
+# to learn dbt macros"): about them, not about a project. A request ("help me understand how
+# pagination works on the orders page", "I want to understand each failing test") is work at
+# hand, and "the model is trying to learn ..." is not the user at all.
 _USERS_WORDS = re.compile(r"^\s*user \w+:", re.IGNORECASE)
 _LEARNING = re.compile(
-    r"\b(?:i(?:'m| am) (?:learning|new to|studying|getting started with)|i want to learn"
-    r"|(?:help me|teach me|want to|trying to) (?:understand|learn)|teach me)\s+(?P<rest>[^.?!;,]*)",
+    r"\bi(?:'m| am) (?:just )?(?P<is>learning|studying|new to|getting started with"
+    r"|a beginner (?:in|with|at)|trying to learn)"
+    r"|\bi(?:'ve| have) (?:just )?started (?P<started>learning)"
+    r"|\bi(?P<wants> want|'d like| would like) to learn",
     re.IGNORECASE,
 )
-_LEAD = frozenset({"how", "about"})
+# The topic: up to a clause of its own ("I'm new to Django and need a coupon field").
+_TOPIC = re.compile(
+    r"\s+(?P<topic>[^.?!;,]+?)(?=\s+(?:but|so|because|which|while|and (?:i|i'm|need|want"
+    r"|would|could|can|please|help|let's))\b|[.?!;,]|$)",
+    re.IGNORECASE,
+)
 _NOT_A_TOPIC = frozenset(
     "this that these those the our my your it its why what where which when if".split()
 )
+_WORK_AT_HAND = frozenset("this that these those our it its page bug test tests".split())
 _CODE_LIKE = re.compile(r"[`/\\_.()]|[a-z][A-Z]")
+_MAX_TOPIC_WORDS = 6
+
+
+def _learning(text: str) -> tuple[str, str] | None:
+    """The user's own "I'm learning X" in ``text``: (what they say they are, the topic)."""
+    if not _USERS_WORDS.match(text):
+        return None
+    found = _LEARNING.search(text)
+    topic = _TOPIC.match(text, found.end()) if found is not None else None
+    if found is None or topic is None:
+        return None
+    words = topic.group("topic").split()
+    lead = 1 if words[0].casefold() in ("how", "about") and len(words) > 1 else 0
+    if (
+        len(words) > _MAX_TOPIC_WORDS
+        or words[lead].casefold() in _NOT_A_TOPIC
+        or any(w.casefold() in _WORK_AT_HAND for w in words)
+        or any(_CODE_LIKE.search(w) for w in words)
+    ):
+        return None
+    if found.group("wants"):
+        return "wants to learn", " ".join(words)
+    return "is " + (found.group("is") or "learning").casefold(), " ".join(words)
 
 
 def is_learning(text: str) -> bool:
-    """True for the user saying what they are learning (a topic, not a piece of the work)."""
-    if not _USERS_WORDS.match(text):
-        return False
-    found = _LEARNING.search(text)
-    if found is None:
-        return False
-    words = found.group("rest").split()
-    if words and words[0].casefold() in _LEAD:
-        words = words[1:]
-    return (
-        bool(words)
-        and words[0].casefold() not in _NOT_A_TOPIC
-        and not any(_CODE_LIKE.search(w) for w in words)
-    )
+    """True for the user saying, of themselves, what they are learning (a topic, not a piece
+    of the work): "I'm new to Django", "I want to learn Rust"."""
+    return _learning(text) is not None
+
+
+def learning_fact(text: str) -> str | None:
+    """The identity line a statement of what the user is learning gives ("User is new to
+    Django"), without the rest of the observation (a request in it stays the observation's);
+    None when ``text`` is no such statement."""
+    found = _learning(text)
+    return None if found is None else f"User {found[0]} {found[1]}"
 
 
 def is_identity(text: str) -> bool:
@@ -172,108 +201,69 @@ def project_name(raw: str | None) -> str:
     return name[:80] or GENERAL_PROJECT
 
 
-# What a project is built from and how it is laid out (a stack, an architecture, a structure),
-# what it requires and the rules it follows (requirements, constraints, conventions, principles,
-# its design decisions), its data model and where it runs. Looked for in the label an observer
-# puts before a colon ("Tech stack: ...", "Conventions: ...", "技術スタック更新: ...") or in a
-# statement that the project is built with or on something, not anywhere in the text: "this
-# changes the architecture" says nothing about it, and a label saying what was done to it
-# ("Changed: ...", "Fixed the deployment: ...") reports an outcome.
-_PROJECT_FACT_LABEL = re.compile(
-    r"\b(?:(?:tech(?:nology)?\s+)?stack|architecture|dependencies|project (?:structure|layout)"
-    r"|directory (?:structure|layout)|tooling|frameworks?|components?|design"
-    r"|requirements?|constraints?|conventions?|principles?|(?:key |technical )?decisions?"
-    r"|data model|(?:database |db )?schema|environments?|deployment|infrastructure|hosting)\b"
-    r"|スタック|アーキテクチャ|構成|構造|要件|制約|技术栈|架构|Architektur",
-    re.IGNORECASE,
-)
-_OUTCOME_LABEL = re.compile(
-    r"^\s*(?:changed|changes|fixed|added|removed|deleted|created|implemented|updated files"
-    r"|verification|verified|ran|tests?|next steps?|to ?do|steps?|phase\s*\d|tracking)\b",
-    re.IGNORECASE,
-)
-_PROJECT_FACT_STATEMENT = re.compile(
-    r"\b(?:is|are) (?:built|written|implemented) (?:with|in|on)\b|\bruns on\b"
-    r"|\b(?:the )?(?:project|app|application|repo(?:sitory)?|codebase|service) (?:is|uses) an?\b"
-    # How it is put together: "state is persisted in localStorage", "the API is deployed on
-    # Fly.io", "the CLI depends on click", "the backend uses FastAPI".
-    # ("is deployed to staging" is mostly news of a deploy: only "deployed on" counts)
-    r"|\b(?:is|are) (?:persisted|configured) (?:in|on|via|through|with)\b"
-    r"|\b(?:is|are) (?:deployed|hosted|served) on\b"
-    r"|\b(?:depends on|is powered by|is backed by)\b"
-    r"|\b(?:project|app|application|repo(?:sitory)?|codebase|service|api|backend|frontend"
-    r"|server|cli|pipeline|site|shop|website) uses\b",
-    re.IGNORECASE,
-)
-_LABEL = re.compile(r"^\s*([^:.!?]{2,60}):\s+\S")
-
-
-def is_project_fact(text: str) -> bool:
-    """True for a statement of what a project is built from, how it is laid out and what rules
-    it follows (its stack, architecture, structure, requirements, conventions, data model, where
-    it runs): a label naming one (not a report of what was done), or "is built with", "the app
-    is a ...", "is deployed on", "depends on"."""
-    label = _LABEL.match(text)
-    if (
-        label is not None
-        and _PROJECT_FACT_LABEL.search(label.group(1))
-        and not _OUTCOME_LABEL.match(label.group(1))
-    ):
-        return True
-    return bool(_PROJECT_FACT_STATEMENT.search(text))
-
-
-# A test run the observer saw pass ("Tests pass: `npm test -- --run src/a.test.ts`: 16 passed",
-# "Fixed: `cargo test` passes now (5 passed); ..."): how the project's tests are run, a fact
-# of the project that outlives the run. The command is kept up to its first path or quoted
-# argument (the file or test a run picked), so runs of different files are one fact.
-_TEST_RUN = re.compile(r"^\s*(?:Tests pass|Fixed): `(?P<command>[^`]+)`(?:: | passes now)")
-_PICKED = re.compile(r"[/\\\"'*]|\.[a-z]{1,5}$", re.IGNORECASE)
-
-
-def passing_test_command(text: str) -> str | None:
-    """The command a passing test run in ``text`` shows the project's tests are run with, up to
-    its first path or quoted argument after the program; None when ``text`` reports none."""
-    found = _TEST_RUN.match(text)
-    if found is None:
-        return None
-    words: list[str] = []
-    for word in found.group("command").split():
-        if word.endswith(("…", "...")) or (words and _PICKED.search(word)):
-            break  # (the program itself may be a path: ./run_tests.sh)
-        words.append(word)
-    return " ".join(words) or None
-
-
-def tests_run_with(command: str) -> str:
-    """The project fact a passing run of ``command`` states (``passing_test_command``)."""
-    return f"Tests run with `{command}`"
-
-
-# How the user wants the work done, whatever the project: a directive (never, always, first,
-# until, without) about the agent's own process (writing code, committing, testing, explaining,
-# asking). "Don't produce code, design the solution first" is a preference of the user's;
-# "the orchestrator must not refer to agent paths" is a decision about one project.
+# How the user wants the agent to work with them, whatever the project: a directive (never,
+# always, first, until, without) about the agent's own work (writing code, designing before it,
+# tests it writes or runs, commits, pushes and pull requests, its answers and explanations,
+# asking the user first), or an instruction on how to answer ("answer in short bullet points").
+# Not a rule of the product, however alike the words: "only moderators can delete comments",
+# "never send push notifications", "commit the transaction only after all rows validate",
+# "ask for confirmation before charging the card" are decisions about one project.
 _DIRECTIVE = re.compile(
     r"\b(?:don'?t|do not|never|always|only|first|until|unless|without|before|instead of"
     r"|rather than|no more|stop)\b",
     re.IGNORECASE,
 )
-_PROCESS = re.compile(
-    r"\b(?:(?:write|writing|produce|producing|generate|generating|touch|change) (?:any )?code"
-    r"|code (?:yet|first)|commit(?:s|ting|ted)?|push(?:ing)?|merg(?:e|ing)|pull requests?|PRs?"
-    r"|branch(?:es)?|force.push|tests? first|write tests|run(?:ning)? (?:the )?tests|explain\w*"
-    r"|explanations?|answers?|summar\w+|ask(?:ing)? (?:me|first|before)|confirm\w*"
-    r"|design (?:the )?(?:solution|approach)|plan (?:it )?first|step by step|comments?)\b",
+# What may follow "commit" or "push" for it to be version control: nothing, a pronoun, "the
+# changes", a branch, or a condition ("until", "before").
+_VCS_OBJECT = (
+    r"(?=\s*(?:$|[,.;!)]|(?:anything|any|changes|code|it|them|yet|directly|again|until|before"
+    r"|without|unless|after|first|the (?:changes|code|diff|fix|work)|(?:to|into|on) (?:main"
+    r"|master|develop|origin|the remote|remote|a branch|the branch|my branch|github))\b))"
+)
+_AGENT_WORK = re.compile(
+    r"\b(?:(?:write|writing|produce|producing|generate|generating|touch|touching|change"
+    r"|changing|refactor\w*) (?:any )?code|code (?:yet|first)|coding"
+    r"|design (?:the )?(?:solution|approach)|agree on the (?:design|approach|plan)"
+    r"|plan (?:it )?first|step by step"
+    r"|(?:write|writing|run|running|add|adding) (?:the |any |unit )?tests?|tests? first"
+    r"|commit(?:ting)?" + _VCS_OBJECT + r"|commits|commit messages?"
+    r"|push(?:ing)?" + _VCS_OBJECT + r"|force.push\w*"
+    r"|merg(?:e|ing)(?:\s+(?:the pr|prs?|pull requests?|(?:the |a )?branch(?:es)?)\b|"
+    + _VCS_OBJECT
+    + r")|pull requests?|prs?"
+    r"|explain(?:ing)? (?:(?:the |each |every )?(?:change|changes|step|steps|plan|approach)"
+    r"|what you|why you|your|first|before you)"
+    r"|(?:your|short|shorter|brief|concise|long|longer|detailed|terse) (?:answers?"
+    r"|explanations?|summar(?:y|ies)|replies|responses)"
+    r"|summar(?:y|ies|i[sz]e) of what you|(?:answer|reply|respond) (?:in|with)"
+    r"|ask(?:ing)? (?:me|first|before)|(?:check|confirm) with me|my (?:approval|go-ahead|ok|review)"
+    r"|until (?:i|we)(?: have|'ve)? (?:reviewed|approved|agreed|confirmed|said|checked)"
+    r"|before (?:i|we) (?:review|approve|agree|confirm|check))\b",
+    re.IGNORECASE,
+)
+# An instruction to the agent on how to answer needs no directive word.
+_HOW_TO_ANSWER = re.compile(
+    r"^\s*(?:please\s+)?(?:(?:answer|reply|respond) (?:in|with|briefly|first)"
+    r"|keep (?:your )?(?:answers|replies|responses|explanations) )",
     re.IGNORECASE,
 )
 
 
 def is_working_style(text: str) -> bool:
-    """True for what the user wants of the way the work is done (not of one project's design):
-    a directive about writing code, committing, testing, explaining or asking."""
+    """True for how the user wants the agent to work with them (not a rule of one project's
+    product): a directive about the agent's code, design, tests, commits, pushes or pull
+    requests, answers and explanations, or asking the user first; or how to answer."""
     said = _SPEAKER_LABEL.sub("", text, count=1)
-    return bool(_DIRECTIVE.search(said) and _PROCESS.search(said))
+    if _HOW_TO_ANSWER.match(said):
+        return True
+    return bool(_DIRECTIVE.search(said) and _AGENT_WORK.search(said))
+
+
+def project_preference(text: str, project: str | None) -> bool:
+    """True for a preference said of ``project`` by name, which is that project's, not the
+    user's in every project (``names_project``); how the user wants the work done
+    (``is_working_style``) stays theirs, whichever project it was said in."""
+    return names_project(text, project) and not is_working_style(text)
 
 
 def names_project(text: str, project: str | None) -> bool:
@@ -294,11 +284,7 @@ def home_for(obs: Observation, project: str | None) -> Home:
     if obs.type == "decision" and is_working_style(obs.text):
         # How the user wants the work done holds for every project: a preference of theirs.
         return Home(PREFERENCES)
-    if (
-        obs.type == "preference"
-        and names_project(obs.text, project)
-        and not is_working_style(obs.text)
-    ):
+    if obs.type == "preference" and project_preference(obs.text, project):
         return Home(ACTIVE_PROJECTS, project_name(project))  # said of this project by name
     if project and obs.type not in ("preference", "relationship") and is_project_fact(obs.text):
         # A project's stack and layout belong with the project, not with facts about the user.

@@ -28,12 +28,11 @@ from obsmem.reflect.facts import (
     SubjectIndex,
     home_for,
     is_learning,
-    is_project_fact,
-    passing_test_command,
+    learning_fact,
     project_name,
     subject_overlap,
-    tests_run_with,
 )
+from obsmem.reflect.project_facts import is_project_fact, passing_test_command, tests_run_with
 from obsmem.reflect.reflections import RANK, Container, OmLine, ReflectionsDoc, name_key
 
 if TYPE_CHECKING:
@@ -124,17 +123,23 @@ class Rules:
     def _home(self, obs: Observation) -> Home:
         prov = self.ledger.get(obs.id)
         project = prov.project if prov is not None else None
-        if project and self._derived(obs) is not None:
+        if project and self._tested_with(obs) is not None:
             return Home(ACTIVE_PROJECTS, project_name(project))
         return home_for(obs, project)
 
-    def _derived(self, obs: Observation) -> str | None:
+    def _tested_with(self, obs: Observation) -> str | None:
         """The project fact a passing test run states ("Tests run with `npm test`"), when its
         project is known; None for any other observation."""
         command = passing_test_command(obs.text)
         if command is None or self._project(obs.id) is None:
             return None
         return tests_run_with(command)
+
+    def _derived(self, obs: Observation) -> str | None:
+        """The durable fact ``obs`` states in other words than its own: what the user is
+        learning ("User is new to Django", out of a request that stays an observation) or how
+        the project's tests are run; None for any other observation."""
+        return learning_fact(obs.text) or self._tested_with(obs)
 
     def _states(self, obs: Observation) -> str:
         """What the reflection of ``obs`` says: its text, or the fact it states (``_derived``)."""

@@ -1,0 +1,214 @@
+"""What an observation says about its project that outlives the session: its stack, layout and
+rules (``is_project_fact``), and how its tests are run (``passing_test_command``).
+
+Both are read from the observer's wording, so both are narrow on purpose: a false positive is a
+routine line (a failed deploy, a CPU spike, one filtered test run) kept as a durable fact of the
+project and shown at every session start.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["base_test_command", "is_project_fact", "passing_test_command", "tests_run_with"]
+
+# What a project is built from and how it is laid out (a stack, an architecture, a structure),
+# what it requires and the rules it follows (requirements, constraints, conventions, principles,
+# its design decisions), its data model and where it runs. Looked for in the label an observer
+# puts before a colon ("Tech stack: ...", "Conventions: ...", "技術スタック更新: ...") or in a
+# statement that the project is built with or on something, not anywhere in the text: "this
+# changes the architecture" says nothing about it, and a label saying what was done to it
+# ("Changed: ...", "Fixed the deployment: ...") or what went wrong ("Deployment failed: ...",
+# "Schema validation error: ...") reports an outcome.
+_PROJECT_FACT_LABEL = re.compile(
+    r"\b(?:(?:tech(?:nology)?\s+)?stack|architecture|dependencies|project (?:structure|layout)"
+    r"|directory (?:structure|layout)|tooling|frameworks?|components?|design"
+    r"|requirements?|constraints?|conventions?|principles?|(?:key |technical )?decisions?"
+    r"|data model|(?:database |db )?schema|environments?|deployment|infrastructure|hosting)\b"
+    r"|スタック|アーキテクチャ|構成|構造|要件|制約|技术栈|架构|Architektur",
+    re.IGNORECASE,
+)
+_OUTCOME_LABEL = re.compile(
+    r"^\s*(?:changed|changes|fixed|added|removed|deleted|created|implemented|updated files"
+    r"|verification|verified|ran|tests?|next steps?|to ?do|steps?|phase\s*\d|tracking)\b",
+    re.IGNORECASE,
+)
+# What went wrong, in a statement ("the health check timed out"): an incident, not a fact.
+_INCIDENT = re.compile(
+    r"\b(?:fail(?:s|ed|ing|ure|ures)?|timed? ?out|timeouts?|broke|broken|crash(?:es|ed|ing)?"
+    r"|outages?|unavailable|cannot|can't|unable|rejected|denied|refused|exceeded"
+    r"|leak(?:s|ing)?|spikes?|stuck|hangs?|regression)\b",
+    re.IGNORECASE,
+)
+# ... and in a label, also what is wrong ("Schema validation error:", "Environment variable
+# missing:"): a label names its subject, so these words there report a problem with it.
+_INCIDENT_LABEL = re.compile(
+    r"\b(?:errors?|missing|invalid|not found|down|bugs?|issues?|problems?|warnings?)\b"
+    r"|" + _INCIDENT.pattern,
+    re.IGNORECASE,
+)
+# A measurement: "uses 100% CPU", "uses 3 GB of memory", "uses too much memory".
+_METRIC = re.compile(
+    r"\d\s*%|\b\d+(?:[.,]\d+)?\s*(?:ms|s|sec|seconds?|minutes?|[kmgt]i?b|cores?|threads?)\b"
+    r"|\b(?:cpu|memory|ram|disk space|bandwidth|too much|too many|a lot of)\b",
+    re.IGNORECASE,
+)
+_PROJECT_FACT_STATEMENT = re.compile(
+    r"\b(?:is|are) (?:built|written|implemented) (?:with|in|on)\b|\bruns on\b"
+    r"|\b(?:the )?(?:project|app|application|repo(?:sitory)?|codebase|service) (?:is|uses) an?\b"
+    # How it is put together: "state is persisted in localStorage", "the API is deployed on
+    # Fly.io", "the backend uses FastAPI". ("is deployed to staging" is mostly news of a
+    # deploy: only "deployed on" counts)
+    r"|\b(?:is|are) (?:persisted|configured) (?:in|on|via|through|with)\b"
+    r"|\b(?:is|are) (?:deployed|hosted|served) on\b"
+    r"|\b(?:project|app|application|repo(?:sitory)?|codebase|service|api|backend|frontend"
+    r"|server|cli|pipeline|site|shop|website) uses\b",
+    re.IGNORECASE,
+)
+# "The CLI depends on click", "the API is backed by PostgreSQL": a component or tool as the
+# subject (a noun phrase of a few words at the start, no gerund: "Merging the PR depends on the
+# review from Sam" is a step of the work), and what it rests on is no step of the work either.
+_DEPENDS = re.compile(
+    r"^\s*(?:the |our |this )?(?P<subject>[\w.+#/-]+(?: [\w.+#/-]+){0,3}) "
+    r"(?:depends on|is powered by|is backed by) (?P<object>.+)",
+    re.IGNORECASE,
+)
+_WORK_STEP = re.compile(
+    r"\b(?:reviews?|approvals?|sign-?off|feedback|answers?|replies|responses?|decisions?"
+    r"|meetings?|merges?|merging|releases?|fix(?:es)?|tickets?|tasks?|prs?|pull requests?"
+    r"|whether|when|if|who)\b",
+    re.IGNORECASE,
+)
+_LABEL = re.compile(r"^\s*([^:.!?]{2,60}):\s+\S")
+
+
+def _depends_fact(text: str) -> bool:
+    found = _DEPENDS.match(text)
+    if found is None:
+        return False
+    subject = found.group("subject").split()
+    return not (
+        subject[0].casefold().endswith("ing")
+        or _WORK_STEP.search(found.group("subject"))
+        or _WORK_STEP.search(found.group("object"))
+    )
+
+
+def is_project_fact(text: str) -> bool:
+    """True for a statement of what a project is built from, how it is laid out and what rules
+    it follows (its stack, architecture, structure, requirements, conventions, data model, where
+    it runs): a label naming one (not a report of what was done or went wrong), or "is built
+    with", "the app is a ...", "is deployed on", "the CLI uses ...", "<component> depends on
+    <tool>", in a statement that reports no incident or measurement."""
+    label = _LABEL.match(text)
+    if label is not None and _PROJECT_FACT_LABEL.search(label.group(1)):
+        return not (_OUTCOME_LABEL.match(label.group(1)) or _INCIDENT_LABEL.search(label.group(1)))
+    if _INCIDENT.search(text) or _METRIC.search(text):
+        return False
+    return bool(_PROJECT_FACT_STATEMENT.search(text)) or _depends_fact(text)
+
+
+# A test run the observer saw pass ("Tests pass: `npm test -- --run src/a.test.ts`: 16 passed",
+# "Fixed: `cargo test` passes now (5 passed); ..."): how the project's tests are run, a fact
+# of the project that outlives the run, when the command is a test runner's.
+_TEST_RUN = re.compile(r"^\s*(?:Tests pass|Fixed): `(?P<command>[^`]+)`(?:: | passes now)")
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+#: Programs that run tests whatever follows them (their options and arguments pick which).
+_RUNNERS = frozenset(
+    "pytest py.test jest vitest mocha ava tap rspec phpunit pest ctest tox nox nose2 unittest "
+    "behave karma bats prove ward trial busted".split()
+)
+#: Programs whose test command is a sub-command ("go test", "cargo nextest").
+_SUBCOMMANDS: dict[str, frozenset[str]] = {
+    name: frozenset(subs.split())
+    for name, subs in {
+        "go": "test",
+        "cargo": "test nextest",
+        "dotnet": "test",
+        "mix": "test",
+        "deno": "test",
+        "bun": "test",
+        "dbt": "test",
+        "swift": "test",
+        "flutter": "test",
+        "dart": "test",
+        "gradle": "test check",
+        "./gradlew": "test check",
+        "gradlew": "test check",
+        "mvn": "test verify",
+        "sbt": "test",
+        "rake": "test spec",
+        "stack": "test",
+        "cabal": "test",
+        "meson": "test",
+        "playwright": "test",
+        "cypress": "run",
+        "npm": "test t",
+        "pnpm": "test t",
+        "yarn": "test",
+    }.items()
+}
+#: Wrappers that run the program after them ("python -m pytest", "uv run pytest", "npx jest").
+_WRAPPERS: dict[str, tuple[str, ...]] = {
+    "python": ("-m",),
+    "python3": ("-m",),
+    "py": ("-m",),
+    "uv": ("run",),
+    "poetry": ("run",),
+    "pipenv": ("run",),
+    "pdm": ("run",),
+    "hatch": ("run",),
+    "bundle": ("exec",),
+    "pnpm": ("exec", "dlx"),
+    "npx": (),
+    "bunx": (),
+    "pnpx": (),
+}
+_SCRIPT_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun"})  # "npm run test:unit"
+_TEST_TARGET = re.compile(r"^(?:test\S*|\S*[-_:]tests?|check)$", re.IGNORECASE)
+
+
+def base_test_command(command: str) -> str | None:
+    """The runner's base command of a test command: the program (with the wrapper that runs
+    it) and its test sub-command, script or target, without options, test names or paths
+    ("pytest -k test_login -q" -> "pytest", "go test -run TestParse ./parser" -> "go test");
+    None when ``command`` runs no known test runner ("utils.py", "ls dist")."""
+    words = command.split()
+    while words and _ENV.match(words[0]):
+        words = words[1:]  # "CI=1 pytest": the environment is no part of the runner
+    prefix: list[str] = []
+    if len(words) > 1 and words[0] in _WRAPPERS:
+        after = _WRAPPERS[words[0]]
+        if not after:
+            prefix, words = words[:1], words[1:]
+        elif words[1] in after:
+            prefix, words = words[:2], words[2:]
+    if not words:
+        return None
+    program, rest = words[0], words[1:]
+    runner: list[str] | None = None
+    if program in _RUNNERS:
+        runner = [program]
+    elif program in _SCRIPT_RUNNERS and len(rest) > 1 and rest[0] == "run":
+        runner = [program, "run", rest[1]] if _TEST_TARGET.match(rest[1]) else None
+    elif program in _SCRIPT_RUNNERS and rest and rest[0] in _RUNNERS:
+        runner = [program, rest[0]]  # "yarn jest", "pnpm vitest"
+    elif (program in _SUBCOMMANDS and rest and rest[0] in _SUBCOMMANDS[program]) or (
+        program == "make" and rest and _TEST_TARGET.match(rest[0])
+    ):
+        runner = [program, rest[0]]
+    elif "/" in program and "test" in program.rsplit("/", 1)[-1].casefold():
+        runner = [program]  # a project's own test script: ./run_tests.sh
+    return " ".join(prefix + runner) if runner else None
+
+
+def passing_test_command(text: str) -> str | None:
+    """The runner's base command (``base_test_command``) of a passing test run reported in
+    ``text``; None when ``text`` reports none, or its command runs no known test runner."""
+    found = _TEST_RUN.match(text)
+    return base_test_command(found.group("command")) if found is not None else None
+
+
+def tests_run_with(command: str) -> str:
+    """The project fact a passing run of ``command`` states (``passing_test_command``)."""
+    return f"Tests run with `{command}`"
