@@ -30,7 +30,8 @@ Scoring (a fact is a list of regular expressions, matched case-insensitively):
 - *durable in long-term memory*: of the facts of kind ``decision``, ``preference`` and ``fact``
   (what the user decided or accepted, their preferences and constraints, what the project is
   and is built from), those some line of reflections.md or profile.md matches (the same rule
-  as *kept*): what reaches long-term memory after one session;
+  as *kept*) outside its ``## Archive`` and not superseded (``~~old~~ → replaced by``): what
+  reaches long-term memory after one session and is still held;
 - *near-duplicate context lines*: pairs of context entries whose word-bigram Jaccard similarity
   is 0.8 or more (words case-folded; a one-word entry is its word; the project label and the
   "3 days ago:" that ``om context`` puts before an entry left out), which say one thing twice.
@@ -74,6 +75,9 @@ DURABLE_KINDS = frozenset({"decision", "preference", "fact"})
 NEAR_DUPLICATE = 0.8
 #: The files of long-term memory: what the reflector and the profile keep.
 LONG_TERM_FILES = ("reflections.md", "profile.md")
+#: Where reflections.md keeps the lines it no longer holds, and how a superseded line reads.
+ARCHIVE_HEADING = "archive"
+_REPLACED = re.compile(r"~~.*~~\s*(?:→|->)\s*replaced by\b")
 _WORD = re.compile(r"[^\W_]+")
 #: What ``om context`` puts before an entry's text: another project's label and when it was
 #: said ("[atlas] 3 days ago: "), left out when comparing entries.
@@ -349,6 +353,20 @@ def observation_lines(memory: Path) -> list[str]:
             text = path.read_text(encoding="utf-8", errors="replace")
             lines += [line for line in text.splitlines() if _OBSERVATION.match(line)]
     return lines
+
+
+def live_lines(path: Path) -> list[str]:
+    """The lines of a long-term memory file that are still held: not under its ``## Archive``
+    heading (retired or superseded lines) and not a superseded ``~~old~~ → replaced by`` line
+    wherever it stands."""
+    out = []
+    archived = False
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("## "):
+            archived = line[3:].strip().casefold() == ARCHIVE_HEADING
+        elif not archived and not _REPLACED.search(line):
+            out.append(line)
+    return out
 
 
 def word_bigrams(text: str) -> frozenset[tuple[str, ...]]:
@@ -639,7 +657,7 @@ def run_session(
         line
         for name in LONG_TERM_FILES
         if (memory / name).is_file()
-        for line in (memory / name).read_text(encoding="utf-8", errors="replace").splitlines()
+        for line in live_lines(memory / name)
     ]
     result = score_session(
         label,

@@ -120,6 +120,36 @@ def test_durable_facts_count_only_in_long_term_memory() -> None:
     assert report["kept_facts"] == ["db choice", "deadline", "port"]
 
 
+def test_long_term_memory_is_its_live_lines_only(tmp_path: Path) -> None:
+    reflections = tmp_path / "reflections.md"
+    reflections.write_text(
+        "# Reflections\n\n## Active Projects\n\n### shop\n\n"
+        "- 🔴 Chose Postgres for writes (seen 2026-01-02; ^aaaaaaaaaa) ^bbbbbbbbbb\n"
+        "- ~~Chose Postgres for reads~~ → replaced by Chose SQLite for reads (2026-01-03)\n"
+        "## Dormant\n\n- 🟡 The dev server listens on port 3000 ^cccccccccc\n"
+        "## Archive\n\n- 🟡 Chose MySQL first ^dddddddddd\n"
+        "- ~~The demo port is 3000~~ → replaced by The demo port is 8080 (2026-01-04)\n",
+        encoding="utf-8",
+    )
+    lines = Q.live_lines(reflections)
+    assert [line for line in lines if line.startswith("- ")] == [
+        "- 🔴 Chose Postgres for writes (seen 2026-01-02; ^aaaaaaaaaa) ^bbbbbbbbbb",
+        "- 🟡 The dev server listens on port 3000 ^cccccccccc",
+    ]
+    # A fact only an archived or superseded line states is not held in long-term memory.
+    reflections.write_text(
+        "## Preferences & Opinions\n\n"
+        "- ~~Chose Postgres for writes~~ → replaced by Chose SQLite for writes (2026-01-03)\n"
+        "## Archive\n\n- 🟡 The dev server listens on port 3000\n",
+        encoding="utf-8",
+    )
+    long_term = Q.live_lines(reflections)
+    report = Q.score_session(_label(), long_term, [], "", 0, long_term=long_term)
+    assert report["durable_long_term_facts"] == []
+    reflections.write_text("## Archive\n\n- 🔴 Chose Postgres for writes\n", encoding="utf-8")
+    assert Q.live_lines(reflections) == []
+
+
 def test_near_duplicate_context_lines_are_counted_in_pairs() -> None:
     context = (
         "# What om remembers\n\n## Decisions\n"
