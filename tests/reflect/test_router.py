@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -242,8 +244,6 @@ def test_vault_lines_are_indexed_under_their_observation_id(
     # The observation is found once, from observations.md, not again from each vault page.
     matching = [hit for hit in hits if "PostgreSQL" in hit.text]
     assert len(matching) == 1 and matching[0].file == "observations.md"
-    import sqlite3
-
     conn = sqlite3.connect(store.index_path)
     rows = conn.execute(
         "SELECT file FROM entries WHERE kind = 'vault' AND id = ?", (matching[0].id,)
@@ -271,8 +271,6 @@ def test_observe_files_into_the_vault_and_survives_a_failure(
 def test_of_one_minute_the_later_line_is_listed_first(
     store: MemoryStore, ids: tuple[str, str]
 ) -> None:
-    from dataclasses import replace
-
     first = replace(obs("We use Memcached for the session cache", "decision", 0.9), id=ids[0])
     second = replace(obs("We use Redis for the session cache", "decision", 0.9), id=ids[1])
     store.add_observations([first, second])
