@@ -28,7 +28,7 @@ from obsmem.context.when import plan_in, without_meaning
 from obsmem.memory.model import Observation
 from obsmem.memory.observations import ObservationsDoc
 from obsmem.memory.sections import parse_sections
-from obsmem.reflect.facts import FactIndex, project_preference
+from obsmem.reflect.facts import FactIndex, project_preference, same_fact
 
 __all__ = [
     "Candidate",
@@ -214,25 +214,37 @@ def from_sections(
     return out
 
 
-#: Observations that stay candidates of their own whatever line of the user's cites them: an
-#: open task or commitment is a loop, a decision its project's ("User asked: I'm new to Django,
-#: help me add a coupon field" is cited by "User is new to Django"; the task is still open).
+#: Observations that stay candidates of their own when a different line of the user's merely
+#: cites them: an open task or commitment is a loop, a decision its project's ("User asked: I'm
+#: new to Django, help me add a coupon field" is cited by "User is new to Django"; the task is
+#: still open). A line that states the observation itself (a working-style decision filed under
+#: Preferences as it was said) settles it whatever its type: it would be shown twice otherwise.
 _NEVER_SETTLED = frozenset({"task", "commitment", "decision"})
 
 
-def settled_cites(data: bytes, types: Mapping[str, str | None]) -> set[str]:
+def settled_cites(
+    data: bytes, types: Mapping[str, str | None], texts: Mapping[str, str] | None = None
+) -> set[str]:
     """The observations whose fact reflections.md has settled, which are no candidates of their
     own: those its superseded lines (``~~old~~ → replaced by new``) rest on, out of date and
     never to be served again, and those its lines about the user (Core Identity, Preferences,
     Relationship) rest on, served from there, in the profile, as the reflector placed them,
-    except tasks, commitments and decisions (``types`` maps observation ids to their type)."""
+    except tasks, commitments and decisions (``types`` maps observation ids to their type) that
+    the line only cites without stating them (``texts`` maps observation ids to their text;
+    without it, such a line settles none of them)."""
+    texts = texts or {}
     out: set[str] = set()
     for entry in parse_sections(data, kind="reflections").entries:
         top = entry.section.partition(" / ")[0].strip().lower()
-        if _clean(entry.text).startswith("~~") and _REPLACED_BY in entry.text:
+        line = _clean(entry.text)
+        if line.startswith("~~") and _REPLACED_BY in entry.text:
             out.update(entry.cites)
         elif top in _USERS_SECTIONS:
-            out.update(c for c in entry.cites if types.get(c) not in _NEVER_SETTLED)
+            out.update(
+                c
+                for c in entry.cites
+                if types.get(c) not in _NEVER_SETTLED or same_fact(line, texts.get(c, ""))
+            )
     return out
 
 

@@ -271,6 +271,7 @@ def prepare_context(
         doc = store.read_observations()
         projects = {key: prov.project for key, prov in store.provenance().items()}
         types = {obs.id: obs.type for obs in doc.observations}
+        texts = {obs.id: obs.text for obs in doc.observations}
         reflections = store.read_bytes(store.home / REFLECTIONS_FILE)
         candidates = from_sections(
             reflections,
@@ -285,7 +286,9 @@ def prepare_context(
         candidates += from_sections(
             blank_generated(active_bytes), "active", (ACTIVE, 0.6, ""), projects, types
         )
-        candidates += from_observations(doc, projects, today, settled_cites(reflections, types))
+        candidates += from_observations(
+            doc, projects, today, settled_cites(reflections, types, texts)
+        )
         candidates = drop_closed(candidates, completions_in(doc.observations, projects))
         anchors = _anchors((c.entry for c in candidates), today)
         # A first cut keeps de-duplication's work bounded however many lines memory holds.

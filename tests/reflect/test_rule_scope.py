@@ -227,3 +227,48 @@ def test_filtered_runs_of_one_runner_are_one_line(store: MemoryStore) -> None:
         "Tests run with `go test`",
         "Tests run with `pytest`",
     ]
+
+
+@pytest.mark.parametrize(
+    ("project", "text"),
+    [
+        ("shop", "User corrected: always run the tests before committing"),
+        ("crm", "User decided: never push directly to main"),
+        ("forum", "User said: always ask me before adding a dependency"),
+    ],
+)
+def test_a_working_style_decision_is_shown_once_from_the_profile(
+    store: MemoryStore, project: str, text: str
+) -> None:
+    prov = Provenance(path=f"/t/{project}.jsonl", line_start=1, project=project)
+    decision = new_observation(text, type="decision", date="2026-03-02", time="09:00",
+                               importance=0.7, confidence=0.8, provenance=prov)  # fmt: skip
+    store.add_observations([decision])
+    reflect(store, Settings(llm_provider="none"), today=date(2026, 3, 3), provider=None)
+    reflections = store.read_bytes(store.home / "reflections.md")
+    assert [p.section.name for p in ReflectionsDoc(reflections).places()] == [PREFERENCES]
+    assert settled_cites(reflections, {decision.id: "decision"}, {decision.id: text}) == {
+        decision.id
+    }
+    prepare_context(store, today=date(2026, 3, 3), settings=Settings(llm_provider="none"))
+    assert text in (store.home / "profile.md").read_text(encoding="utf-8")
+    assert text not in (store.home / "active.md").read_text(encoding="utf-8")
+
+
+def test_a_decision_cited_by_a_different_line_of_the_users_stays_a_decision(
+    store: MemoryStore,
+) -> None:
+    prov = Provenance(path="/t/queue.jsonl", line_start=1, project="queue")
+    text = "User decided: I'm new to Kafka, so the queue uses Redpanda's single binary"
+    decision = new_observation(text, type="decision", date="2026-03-02", time="09:00",
+                               importance=0.7, confidence=0.8, provenance=prov)  # fmt: skip
+    store.add_observations([decision])
+    reflect(store, Settings(llm_provider="none"), today=date(2026, 3, 3), provider=None)
+    reflections = store.read_bytes(store.home / "reflections.md")
+    assert [(p.section.name, p.line.text) for p in ReflectionsDoc(reflections).places()] == [
+        (CORE_IDENTITY, "User is new to Kafka")
+    ]
+    assert settled_cites(reflections, {decision.id: "decision"}, {decision.id: text}) == set()
+    assert settled_cites(reflections, {decision.id: "decision"}) == set()
+    prepare_context(store, today=date(2026, 3, 3), settings=Settings(llm_provider="none"))
+    assert "Redpanda" in (store.home / "active.md").read_text(encoding="utf-8")
