@@ -115,23 +115,28 @@ _IDENTITY_ALONE = re.compile(r"\bcalls the assistant\b", re.IGNORECASE)
 # hand, and "the model is trying to learn ..." is not the user at all.
 _USERS_WORDS = re.compile(r"^\s*user \w+:", re.IGNORECASE)
 _LEARNING = re.compile(
-    r"\bi(?:'m| am) (?:just )?(?P<is>learning|studying|new to|getting started with"
+    r"\bi(?:'m|’m|m| am) (?:just )?(?P<is>learning|studying|new to|getting started with"
     r"|a beginner (?:in|with|at)|trying to learn)"
-    r"|\bi(?:'ve| have) (?:just )?started (?P<started>learning)"
-    r"|\bi(?P<wants> want|'d like| would like) to learn",
+    r"|\bi(?:'ve|’ve| have) (?:just )?started (?P<started>learning)"
+    r"|\bi(?P<wants> want|'d like|’d like| would like) to learn",
     re.IGNORECASE,
 )
-# The topic: up to a clause of its own ("I'm new to Django and need a coupon field").
+# The topic: up to a clause of its own ("I'm new to Django and need a coupon field", "I'm new
+# to Airflow and this DAG fails"), a comma or the end of the sentence. A dot inside a word is
+# part of the name ("Next.js", "ASP.NET Core").
 _TOPIC = re.compile(
-    r"\s+(?P<topic>[^.?!;,]+?)(?=\s+(?:but|so|because|which|while|and (?:i|i'm|need|want"
-    r"|would|could|can|please|help|let's))\b|[.?!;,]|$)",
+    r"\s+(?P<topic>(?:[^.?!;,]|\.(?=[^\W_]))+?)"
+    r"(?=\s+(?:and|but|so|because|which|while)\b|[?!;,]|\.(?![^\W_])|$)",
     re.IGNORECASE,
 )
 _NOT_A_TOPIC = frozenset(
     "this that these those the our my your it its why what where which when if".split()
 )
 _WORK_AT_HAND = frozenset("this that these those our it its page bug test tests".split())
-_CODE_LIKE = re.compile(r"[`/\\_.()]|[a-z][A-Z]")
+# A piece of code rather than a subject: a path, an identifier (snake_case, camelCase, a call)
+# or a file name ("utils.py", "orders.total"). A capitalised dotted name ("Next.js", "ASP.NET")
+# or PascalCase one ("TypeScript") is a technology's, and so is a lowercase "*.js" ("three.js").
+_CODE_LIKE = re.compile(r"[`/\\_()]|^[a-z]+[A-Z]|^[a-z0-9][\w-]*\.(?!js$)[^\W_]")
 _MAX_TOPIC_WORDS = 6
 
 

@@ -272,3 +272,36 @@ def test_a_decision_cited_by_a_different_line_of_the_users_stays_a_decision(
     assert settled_cites(reflections, {decision.id: "decision"}) == set()
     prepare_context(store, today=date(2026, 3, 3), settings=Settings(llm_provider="none"))
     assert "Redpanda" in (store.home / "active.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("User asked: I'm new to Next.js, help me fix the routing", "User is new to Next.js"),
+        ("User said: I'm learning Vue.js", "User is learning Vue.js"),
+        ("User said: I'm new to ASP.NET Core.", "User is new to ASP.NET Core"),
+        ("User said: I'm new to Airflow and this DAG fails on retries", "User is new to Airflow"),
+        ("User said: I'm learning Terraform but the plan keeps drifting", "User is learning "
+         "Terraform"),
+        ("User said: Im new to Python", "User is new to Python"),
+        ("User said: I'm new to TypeScript", "User is new to TypeScript"),
+        ("User said: I'm learning three.js, the scene is blank", "User is learning three.js"),
+    ],
+)  # fmt: skip
+def test_a_learning_topic_keeps_its_dotted_name_and_ends_at_its_clause(
+    text: str, fact: str
+) -> None:
+    assert learning_fact(text) == fact
+    assert home_for(obs(text, "task", 0.5), "web") == Home(CORE_IDENTITY)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "User said: I'm learning utils.py",
+        "User said: I'm new to orders.total",
+        "User said: I'm new to getUser",
+    ],
+)
+def test_a_piece_of_code_is_no_learning_topic(text: str) -> None:
+    assert learning_fact(text) is None
