@@ -37,7 +37,8 @@ _OUTCOME_LABEL = re.compile(
 _INCIDENT = re.compile(
     r"\b(?:fail(?:s|ed|ing|ure|ures)?|timed? ?out|timeouts?|broke|broken|crash(?:es|ed|ing)?"
     r"|outages?|unavailable|cannot|can't|unable|rejected|denied|refused|exceeded"
-    r"|leak(?:s|ing)?|spikes?|stuck|hangs?|regression)\b",
+    r"|leak(?:s|ing)?|spikes?|stuck|hangs?|regression|roll(?:ed|s|ing)[ -]back"
+    r"|(?:is|are|was|were|went) down|returned (?:an? |a status of )?(?:5\d\d|5xx))\b",
     re.IGNORECASE,
 )
 # ... and in a label, also what is wrong ("Schema validation error:", "Environment variable
@@ -99,12 +100,14 @@ def is_project_fact(text: str) -> bool:
     it follows (its stack, architecture, structure, requirements, conventions, data model, where
     it runs): a label naming one (not a report of what was done or went wrong), or "is built
     with", "the app is a ...", "is deployed on", "the CLI uses ...", "<component> depends on
-    <tool>", in a statement that reports no incident or measurement."""
+    <tool>", in a statement (after its label too) that reports no incident or measurement."""
+    # What follows a label is a statement like any other: "Deployment: rolled back v2.3 after
+    # the webhook returned 500" reports an incident under a label that names a fact.
+    if _INCIDENT.search(text) or _METRIC.search(text):
+        return False
     label = _LABEL.match(text)
     if label is not None and _PROJECT_FACT_LABEL.search(label.group(1)):
         return not (_OUTCOME_LABEL.match(label.group(1)) or _INCIDENT_LABEL.search(label.group(1)))
-    if _INCIDENT.search(text) or _METRIC.search(text):
-        return False
     return bool(_PROJECT_FACT_STATEMENT.search(text)) or _depends_fact(text)
 
 

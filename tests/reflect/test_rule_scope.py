@@ -305,3 +305,33 @@ def test_a_learning_topic_keeps_its_dotted_name_and_ends_at_its_clause(
 )
 def test_a_piece_of_code_is_no_learning_topic(text: str) -> None:
     assert learning_fact(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Deployment: rolled back v2.3 after the payment webhook returned 500",
+        "Architecture: the Spark executors crashed under load",
+        "Environment: staging is down",
+        "Deployment: the health check timed out",
+        "Schema: orders.total failed validation",
+        "Infrastructure: the gateway returned 503 for an hour",
+        "Tech stack: the Redis node uses 95% memory",
+    ],
+)
+def test_an_incident_after_a_fact_label_is_no_project_fact(text: str) -> None:
+    assert not is_project_fact(text)
+    assert home_for(obs(text, "event", 0.6), "pay") != Home(ACTIVE_PROJECTS, "pay")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Tech stack: FastAPI, Postgres, Redis",
+        "Deployment: Fly.io, two machines in Amsterdam",
+        "Architecture: a rollback-safe migration runner in front of Postgres",
+        "Schema: orders.total is a decimal(10,2)",
+    ],
+)
+def test_a_fact_label_over_a_plain_statement_stays_a_project_fact(text: str) -> None:
+    assert is_project_fact(text)
