@@ -11,7 +11,9 @@ Where a reflection goes depends on the observation's type (the original tool's s
 ==============================================  ===========================================
 type                                            section
 ==============================================  ===========================================
-preference                                      Preferences & Opinions
+preference                                      Preferences & Opinions (a rule of the
+                                                product, ``is_product_rule``, or one said of
+                                                the project by name goes to Active Projects)
 relationship                                    Relationship & Communication
 fact, lesson                                    Key Facts & Context (identity-like facts go
                                                 to Core Identity)
@@ -55,6 +57,7 @@ __all__ = [
     "home_for",
     "is_identity",
     "is_learning",
+    "is_product_rule",
     "is_working_style",
     "learning_fact",
     "names_project",
@@ -242,16 +245,56 @@ _AGENT_WORK = re.compile(
     r"|explanations?|summar(?:y|ies)|replies|responses)"
     r"|summar(?:y|ies|i[sz]e) of what you|(?:answer|reply|respond) (?:in|with)"
     r"|ask(?:ing)? (?:me|first|before)|(?:check|confirm) with me|my (?:approval|go-ahead|ok|review)"
+    # what the agent edits, writes and shows: "don't touch the generated files", "always use
+    # type hints in the code you write", "always show me the diff before applying it"
+    r"|(?:touch|touching|edit|editing|modify|modifying|reformat\w*) (?:the |any |my |those "
+    r"|these )?(?:[\w.-]+ )?(?:files?|folders?|director(?:y|ies)|lockfiles?|config\w*)"
+    r"|code you (?:write|produce|generate|add)|type (?:hints|annotations)"
+    r"|(?:stop|no more|don'?t|do not|never) (?:add|adding|write|writing|leave|leaving)"
+    r"(?: \w+){0,2} comments|show(?:ing)? me|apply(?:ing)? (?:it|them|the (?:changes?"
+    r"|patch|fix|diff))"
     r"|until (?:i|we)(?: have|'ve)? (?:reviewed|approved|agreed|confirmed|said|checked)"
     r"|before (?:i|we) (?:review|approve|agree|confirm|check))\b",
     re.IGNORECASE,
 )
-# An instruction to the agent on how to answer needs no directive word.
+# An instruction to the agent on how to answer needs no directive word, nor does an imperative
+# about its work ("use conventional commits", "keep commits small").
 _HOW_TO_ANSWER = re.compile(
     r"^\s*(?:please\s+)?(?:(?:answer|reply|respond) (?:in|with|briefly|first)"
     r"|keep (?:your )?(?:answers|replies|responses|explanations) )",
     re.IGNORECASE,
 )
+_IMPERATIVE = re.compile(r"^\s*(?:please\s+)?(?:use|follow|keep|prefer)\b", re.IGNORECASE)
+# A rule whose subject is the product or one of its parts ("the chatbot must always reply in
+# the customer's language", "the CLI should answer with JSON", "only moderators can delete
+# comments"), or that holds on a schedule ("never merge PRs on Fridays"), is the project's,
+# however much it reads like a working style. The agent and its own output as the subject
+# ("you", "your answers", "the code you write") keep it the user's.
+_PRODUCT_RULE = re.compile(
+    r"^\s*(?:(?:the|our|this|its|their|each|every|all)\s+[\w.+#'/-]+(?:\s+[\w.+#'/-]+){0,3}"
+    r"|only\s+[\w.+#'/-]+(?:\s+[\w.+#'/-]+)?"
+    r"|(?:api|cli|app|bot|chatbot|service|server|backend|frontend|ui|endpoints?|widget)\w*)"
+    r"\s+(?:must|should|shall|has to|have to|needs? to|will|may|can|cannot|can't|mustn't"
+    r"|shouldn't|won't)\b"
+    r"|\bon (?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|holidays?)\b"
+    r"|\bduring (?:the |a )?(?:(?:code |release |merge )?freeze|weekends?|holidays?)\b",
+    re.IGNORECASE,
+)
+_THE_AGENT = re.compile(
+    r"^\s*(?:the\s+)?(?:[\w-]+\s+){0,2}(?:you|your|yours|assistant|agent|claude|codex)\b",
+    re.IGNORECASE,
+)
+
+_AGENT_RULE = re.compile(_THE_AGENT.pattern + r".*?\b(?:must|should|has to|needs to)\b", re.I)
+
+
+def is_product_rule(text: str) -> bool:
+    """True for a rule of the product rather than of how the agent works: its subject is the
+    product or a part of it ("the chatbot must always reply in the customer's language", "only
+    admins can delete projects"), or it holds on a schedule ("never merge PRs on Fridays")."""
+    said = _SPEAKER_LABEL.sub("", text, count=1)
+    found = _PRODUCT_RULE.search(said)
+    return found is not None and not (found.start() == 0 and _THE_AGENT.match(said))
 
 
 def is_working_style(text: str) -> bool:
@@ -259,9 +302,14 @@ def is_working_style(text: str) -> bool:
     product): a directive about the agent's code, design, tests, commits, pushes or pull
     requests, answers and explanations, or asking the user first; or how to answer."""
     said = _SPEAKER_LABEL.sub("", text, count=1)
+    if is_product_rule(said):
+        return False
     if _HOW_TO_ANSWER.match(said):
         return True
-    return bool(_DIRECTIVE.search(said) and _AGENT_WORK.search(said))
+    # A directive, an imperative, or the agent's own work as the subject of a rule ("your
+    # answers should be short", "the code you write must have type hints").
+    told = _DIRECTIVE.search(said) or _IMPERATIVE.match(said) or _AGENT_RULE.match(said)
+    return bool(told and _AGENT_WORK.search(said))
 
 
 def project_preference(text: str, project: str | None) -> bool:
@@ -289,8 +337,11 @@ def home_for(obs: Observation, project: str | None) -> Home:
     if obs.type == "decision" and is_working_style(obs.text):
         # How the user wants the work done holds for every project: a preference of theirs.
         return Home(PREFERENCES)
-    if obs.type == "preference" and project_preference(obs.text, project):
-        return Home(ACTIVE_PROJECTS, project_name(project))  # said of this project by name
+    if obs.type == "preference" and (
+        project_preference(obs.text, project) or (project and is_product_rule(obs.text))
+    ):
+        # Said of this project by name, or a rule of its product: the project's.
+        return Home(ACTIVE_PROJECTS, project_name(project))
     if project and obs.type not in ("preference", "relationship") and is_project_fact(obs.text):
         # A project's stack and layout belong with the project, not with facts about the user.
         return Home(ACTIVE_PROJECTS, project_name(project))

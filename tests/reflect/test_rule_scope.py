@@ -335,3 +335,39 @@ def test_an_incident_after_a_fact_label_is_no_project_fact(text: str) -> None:
 )
 def test_a_fact_label_over_a_plain_statement_stays_a_project_fact(text: str) -> None:
     assert is_project_fact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "User decided: the chatbot must always reply in the customer's language",
+        "User decided: the CLI should always answer with JSON when --json is passed",
+        "User decided: the API should never answer with HTML",
+        "User decided: never merge PRs on Fridays",
+        "User decided: the support bot should never reply with a refund promise",
+        "User decided: no deploys during the release freeze unless the fix is ready",
+        "User decided: only admins can delete projects",
+    ],
+)
+def test_a_rule_about_the_products_replies_is_the_projects(text: str) -> None:
+    assert not is_working_style(text)
+    assert home_for(obs(text, "decision", 0.85), "bot") == Home(ACTIVE_PROJECTS, "bot")
+    assert home_for(obs(text, "preference", 0.85), "bot") == Home(ACTIVE_PROJECTS, "bot")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "User corrected: don't touch the generated files",
+        "User said: always use type hints in the code you write",
+        "User corrected: stop adding comments everywhere",
+        "User said: always show me the diff before applying it",
+        "User said: use conventional commits",
+        "User said: your answers should be short",
+        "User corrected: never edit the migration files by hand",
+    ],
+)
+def test_an_instruction_about_the_agents_own_output_is_its_working_style(text: str) -> None:
+    assert is_working_style(text)
+    assert home_for(obs(text, "decision", 0.85), "bot") == Home(PREFERENCES)
+    assert home_for(obs(text, "preference", 0.85), "bot") == Home(PREFERENCES)
