@@ -121,7 +121,8 @@ _RUNNERS = frozenset(
     "pytest py.test jest vitest mocha ava tap rspec phpunit pest ctest tox nox nose2 unittest "
     "behave karma bats prove ward trial busted".split()
 )
-#: Programs whose test command is a sub-command ("go test", "cargo nextest").
+#: Programs whose test command is a sub-command ("go test", "cargo nextest", "php artisan
+#: test"); "test*" stands for any sub-command starting with "test" ("./gradlew testDebugUnitTest").
 _SUBCOMMANDS: dict[str, frozenset[str]] = {
     name: frozenset(subs.split())
     for name, subs in {
@@ -135,12 +136,19 @@ _SUBCOMMANDS: dict[str, frozenset[str]] = {
         "swift": "test",
         "flutter": "test",
         "dart": "test",
-        "gradle": "test check",
-        "./gradlew": "test check",
-        "gradlew": "test check",
+        "gradle": "test* check",
+        "./gradlew": "test* check",
+        "gradlew": "test* check",
         "mvn": "test verify",
+        "./mvnw": "test verify",
         "sbt": "test",
         "rake": "test spec",
+        "rails": "test",
+        "bin/rails": "test",
+        "manage.py": "test",
+        "./manage.py": "test",
+        "artisan": "test",
+        "xcodebuild": "test",
         "stack": "test",
         "cabal": "test",
         "meson": "test",
@@ -151,7 +159,8 @@ _SUBCOMMANDS: dict[str, frozenset[str]] = {
         "yarn": "test",
     }.items()
 }
-#: Wrappers that run the program after them ("python -m pytest", "uv run pytest", "npx jest").
+#: Wrappers that run the program after them ("python -m pytest", "uv run pytest", "npx jest"),
+#: with the options they may take before it ("uv run --frozen pytest").
 _WRAPPERS: dict[str, tuple[str, ...]] = {
     "python": ("-m",),
     "python3": ("-m",),
@@ -167,25 +176,69 @@ _WRAPPERS: dict[str, tuple[str, ...]] = {
     "bunx": (),
     "pnpx": (),
 }
+#: Interpreters that run a script with a test sub-command ("python manage.py test", "php artisan
+#: test").
+_SCRIPT_HOSTS = frozenset({"python", "python3", "py", "php"})
 _SCRIPT_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun"})  # "npm run test:unit"
 _TEST_TARGET = re.compile(r"^(?:test\S*|\S*[-_:]tests?|check)$", re.IGNORECASE)
+# A project's own test script names tests as a word of its file name ("./run_tests.sh",
+# "scripts/test-all.sh"), not inside one ("./scripts/latest.sh").
+_TEST_SCRIPT = re.compile(r"(?:^|[-_.])tests?(?:$|[-_.])", re.IGNORECASE)
+#: Options of make that take a value: "-C app" says where the tests are, the rest is noise.
+_MAKE_VALUED = frozenset({"-C", "--directory", "-f", "--file", "-j", "--jobs", "-I"})
+
+
+def _unwrap(words: list[str]) -> tuple[list[str], list[str]]:
+    """The wrappers before the program (without their options) and the words from it on."""
+    prefix: list[str] = []
+    while len(words) > 1:
+        head = words[0]
+        after = _WRAPPERS.get(head)
+        if head in _SCRIPT_HOSTS and not words[1].startswith("-"):
+            return [*prefix, head], words[1:]  # "python manage.py test"
+        if after is None or (after and words[1] not in after):
+            break
+        taken = 1 if not after else 2
+        prefix += words[:taken]
+        words = words[taken:]
+        while words and words[0].startswith("-") and head != "python":
+            words = words[1:]  # "uv run --frozen pytest": the wrapper's own options
+    return prefix, words
+
+
+def _subcommand(program: str, rest: list[str]) -> list[str] | None:
+    """``program``'s test sub-command among ``rest`` (after its options), as the runner."""
+    if program == "make":
+        out: list[str] = []
+        for before, word in zip(["", *rest], rest, strict=False):
+            if before in ("-C", "--directory"):
+                out = [before, word]
+            elif not word.startswith("-") and before not in _MAKE_VALUED:
+                return [program, *out, word] if _TEST_TARGET.match(word) else None
+        return None
+    subs = _SUBCOMMANDS.get(program)
+    words = [w for w in rest if not w.startswith("-")]
+    if subs is None or not words:
+        return None
+    # xcodebuild's action follows its options ("xcodebuild -scheme App test").
+    word = (
+        next((w for w in words if w == "test"), words[0]) if program == "xcodebuild" else words[0]
+    )
+    if word in subs or ("test*" in subs and word.startswith("test")):
+        return [program, word]
+    return None
 
 
 def base_test_command(command: str) -> str | None:
-    """The runner's base command of a test command: the program (with the wrapper that runs
+    """The runner's base command of a test command: the program (with the wrappers that run
     it) and its test sub-command, script or target, without options, test names or paths
-    ("pytest -k test_login -q" -> "pytest", "go test -run TestParse ./parser" -> "go test");
-    None when ``command`` runs no known test runner ("utils.py", "ls dist")."""
+    ("pytest -k test_login -q" -> "pytest", "go test -run TestParse ./parser" -> "go test",
+    "mvn -q test" -> "mvn test"; make keeps its "-C dir"); None when ``command`` runs no known
+    test runner ("utils.py", "ls dist", "./scripts/latest.sh")."""
     words = command.split()
     while words and _ENV.match(words[0]):
         words = words[1:]  # "CI=1 pytest": the environment is no part of the runner
-    prefix: list[str] = []
-    if len(words) > 1 and words[0] in _WRAPPERS:
-        after = _WRAPPERS[words[0]]
-        if not after:
-            prefix, words = words[:1], words[1:]
-        elif words[1] in after:
-            prefix, words = words[:2], words[2:]
+    prefix, words = _unwrap(words)
     if not words:
         return None
     program, rest = words[0], words[1:]
@@ -196,11 +249,9 @@ def base_test_command(command: str) -> str | None:
         runner = [program, "run", rest[1]] if _TEST_TARGET.match(rest[1]) else None
     elif program in _SCRIPT_RUNNERS and rest and rest[0] in _RUNNERS:
         runner = [program, rest[0]]  # "yarn jest", "pnpm vitest"
-    elif (program in _SUBCOMMANDS and rest and rest[0] in _SUBCOMMANDS[program]) or (
-        program == "make" and rest and _TEST_TARGET.match(rest[0])
-    ):
-        runner = [program, rest[0]]
-    elif "/" in program and "test" in program.rsplit("/", 1)[-1].casefold():
+    elif program in _SUBCOMMANDS or program == "make":
+        runner = _subcommand(program, rest)
+    elif "/" in program and _TEST_SCRIPT.search(program.rsplit("/", 1)[-1]):
         runner = [program]  # a project's own test script: ./run_tests.sh
     return " ".join(prefix + runner) if runner else None
 

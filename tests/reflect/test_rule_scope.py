@@ -371,3 +371,32 @@ def test_an_instruction_about_the_agents_own_output_is_its_working_style(text: s
     assert is_working_style(text)
     assert home_for(obs(text, "decision", 0.85), "bot") == Home(PREFERENCES)
     assert home_for(obs(text, "preference", 0.85), "bot") == Home(PREFERENCES)
+
+
+@pytest.mark.parametrize(
+    ("command", "runner"),
+    [
+        ("./gradlew testDebugUnitTest", "./gradlew testDebugUnitTest"),
+        ("xcodebuild test", "xcodebuild test"),
+        ("xcodebuild -scheme App -destination 'platform=iOS' test", "xcodebuild test"),
+        ("mvn -q test", "mvn test"),
+        ("python manage.py test", "python manage.py test"),
+        ("./manage.py test orders", "./manage.py test"),
+        ("php artisan test", "php artisan test"),
+        ("rails test", "rails test"),
+        ("uv run --frozen pytest", "uv run pytest"),
+        ("poetry run python -m pytest", "poetry run python -m pytest"),
+        ("make -C app test", "make -C app test"),
+        ("make -j4 test", "make test"),
+        ("scripts/test-all.sh --fast", "scripts/test-all.sh"),
+        ("./scripts/latest.sh", None),
+        ("./bin/contest.py", None),
+        ("python utils.py", None),
+        ("mvn -q package", None),
+        ("php artisan migrate", None),
+        ("make -C app build", None),
+    ],
+)
+def test_runners_of_other_stacks_give_their_base_command(command: str, runner: str | None) -> None:
+    assert base_test_command(command) == runner
+    assert passing_test_command(f"Tests pass: `{command}`: 8 passed") == runner
