@@ -58,6 +58,9 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from obsmem.reflect.facts import ARCHIVE
+from obsmem.reflect.reflections import SUPERSEDED
+
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "tests" / "fixtures" / "labels"
 TRANSCRIPTS = ROOT / "tests" / "fixtures" / "transcripts"
@@ -75,9 +78,6 @@ DURABLE_KINDS = frozenset({"decision", "preference", "fact"})
 NEAR_DUPLICATE = 0.8
 #: The files of long-term memory: what the reflector and the profile keep.
 LONG_TERM_FILES = ("reflections.md", "profile.md")
-#: Where reflections.md keeps the lines it no longer holds, and how a superseded line reads.
-ARCHIVE_HEADING = "archive"
-_REPLACED = re.compile(r"~~.*~~\s*(?:→|->)\s*replaced by\b")
 _WORD = re.compile(r"[^\W_]+")
 #: What ``om context`` puts before an entry's text: another project's label and when it was
 #: said ("[atlas] 3 days ago: "), left out when comparing entries.
@@ -363,8 +363,8 @@ def live_lines(path: Path) -> list[str]:
     archived = False
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         if line.startswith("## "):
-            archived = line[3:].strip().casefold() == ARCHIVE_HEADING
-        elif not archived and not _REPLACED.search(line):
+            archived = line[3:].strip().casefold() == ARCHIVE.casefold()
+        elif not archived and not SUPERSEDED.search(line):
             out.append(line)
     return out
 

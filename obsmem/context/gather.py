@@ -29,6 +29,7 @@ from obsmem.memory.model import Observation
 from obsmem.memory.observations import ObservationsDoc
 from obsmem.memory.sections import parse_sections
 from obsmem.reflect.facts import FactIndex, project_preference, same_fact
+from obsmem.reflect.reflections import SUPERSEDED
 
 __all__ = [
     "Candidate",
@@ -53,7 +54,6 @@ LOOP_DAYS = 30
 # for people, noise in a prompt.
 _CITATION = re.compile(r"\s*\((?:seen [^;)]*;\s*)?\^[0-9a-z]{6,16}(?:,\s*\^[0-9a-z]{6,16})*\)")
 _REPLACING = re.compile(r"\s*\(replacing [^)]*\)")
-_REPLACED_BY = "~~ → replaced by "
 _SEEN = re.compile(r"\(seen (\d{4}-\d{2}-\d{2})[;)]")
 _BLOCK_ID = re.compile(r"\s*\^[0-9a-z]{6,16}\s*$")
 _DECISION_CUE = re.compile(
@@ -237,7 +237,7 @@ def settled_cites(
     for entry in parse_sections(data, kind="reflections").entries:
         top = entry.section.partition(" / ")[0].strip().lower()
         line = _clean(entry.text)
-        if line.startswith("~~") and _REPLACED_BY in entry.text:
+        if line.startswith("~~") and SUPERSEDED.search(line):
             out.update(entry.cites)
         elif top in _USERS_SECTIONS:
             out.update(

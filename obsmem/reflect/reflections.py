@@ -28,6 +28,7 @@ from obsmem.reflect.facts import DORMANT, SECTION_ORDER
 
 __all__ = [
     "RANK",
+    "SUPERSEDED",
     "TITLE",
     "Container",
     "OmLine",
@@ -49,6 +50,9 @@ _STAMP = re.compile(r"^(?P<mark>[_*])\s*(?P<name>Last (?:updated|reflected))\s*:
 _REPLACING = " (replacing "
 #: A superseded fact: ``~~old~~ → replaced by new (YYYY-MM-DD)``.
 _REPLACED = re.compile(r"^~~(?P<old>.+?)~~ → replaced by (?P<new>.+) \(\d{4}-\d{2}-\d{2}\)$")
+#: A superseded fact wherever it stands in a line of the file (a bullet, a hand-written "->"):
+#: what readers of reflections.md skip as no longer held.
+SUPERSEDED = re.compile(r"~~.*~~\s*(?:→|->)\s*replaced by\b")
 #: Priority emoji in increasing order of importance, for comparing two lines.
 RANK: dict[str, int] = {"🟢": 0, "🟡": 1, "🔴": 2}
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from obsmem.memory.sections import parse_sections
-from obsmem.reflect.reflections import OmLine, ReflectionsDoc, parse_om_line
+from obsmem.reflect.reflections import SUPERSEDED, OmLine, ReflectionsDoc, parse_om_line
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "memory"
 ALL_FIXTURES = sorted(FIXTURES.rglob("*.md"))
@@ -187,3 +187,14 @@ def test_crlf_file_gets_crlf_lines() -> None:
     assert (LINE.render() + "\r\n").encode() in out
     assert out.startswith(data[:20])
     assert b"\n" not in out.replace(b"\r\n", b"")
+
+
+def test_a_superseded_line_as_written_is_recognised_wherever_it_is_read() -> None:
+    old = OmLine(
+        rid="ab12cd34", text="Chose Postgres for reads", seen="2026-01-02", cites=["x1y2z3"]
+    )
+    line = old.superseded("Chose SQLite for reads", "2026-01-03")
+    assert line.replaced
+    assert SUPERSEDED.search(line.render())
+    assert SUPERSEDED.search("- ~~Port 3000~~ -> replaced by port 8080")
+    assert not SUPERSEDED.search(old.render())
