@@ -271,13 +271,19 @@ _IMPERATIVE = re.compile(r"^\s*(?:please\s+)?(?:use|follow|keep|prefer)\b", re.I
 # however much it reads like a working style. The agent and its own output as the subject
 # ("you", "your answers", "the code you write") keep it the user's.
 _PRODUCT_RULE = re.compile(
-    r"^\s*(?:(?:the|our|this|its|their|each|every|all)\s+[\w.+#'/-]+(?:\s+[\w.+#'/-]+){0,3}"
+    r"^\s*(?P<subject>(?:the|our|this|its|their|each|every|all)\s+[\w.+#'/-]+"
+    r"(?:\s+[\w.+#'/-]+){0,3}"
     r"|only\s+[\w.+#'/-]+(?:\s+[\w.+#'/-]+)?"
     r"|(?:api|cli|app|bot|chatbot|service|server|backend|frontend|ui|endpoints?|widget)\w*)"
     r"\s+(?:must|should|shall|has to|have to|needs? to|will|may|can|cannot|can't|mustn't"
     r"|shouldn't|won't)\b"
     r"|\bon (?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|holidays?)\b"
     r"|\bduring (?:the |a )?(?:(?:code |release |merge )?freeze|weekends?|holidays?)\b",
+    re.IGNORECASE,
+)
+# The agent's own work as the subject ("the tests must pass before you commit").
+_AGENT_SUBJECT = re.compile(
+    r"\b(?:tests?|code|commits?|commit messages?|prs?|pull requests?|diffs?|changes)$",
     re.IGNORECASE,
 )
 _THE_AGENT = re.compile(
@@ -294,7 +300,10 @@ def is_product_rule(text: str) -> bool:
     admins can delete projects"), or it holds on a schedule ("never merge PRs on Fridays")."""
     said = _SPEAKER_LABEL.sub("", text, count=1)
     found = _PRODUCT_RULE.search(said)
-    return found is not None and not (found.start() == 0 and _THE_AGENT.match(said))
+    if found is None:
+        return False
+    subject = found.group("subject")
+    return not (subject and (_THE_AGENT.match(said) or _AGENT_SUBJECT.search(subject)))
 
 
 def is_working_style(text: str) -> bool:
@@ -308,7 +317,13 @@ def is_working_style(text: str) -> bool:
         return True
     # A directive, an imperative, or the agent's own work as the subject of a rule ("your
     # answers should be short", "the code you write must have type hints").
-    told = _DIRECTIVE.search(said) or _IMPERATIVE.match(said) or _AGENT_RULE.match(said)
+    rule = _PRODUCT_RULE.match(said)
+    told = (
+        _DIRECTIVE.search(said)
+        or _IMPERATIVE.match(said)
+        or _AGENT_RULE.match(said)
+        or (rule and rule.group("subject") and _AGENT_SUBJECT.search(rule.group("subject")))
+    )
     return bool(told and _AGENT_WORK.search(said))
 
 

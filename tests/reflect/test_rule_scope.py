@@ -347,6 +347,7 @@ def test_a_fact_label_over_a_plain_statement_stays_a_project_fact(text: str) -> 
         "User decided: the support bot should never reply with a refund promise",
         "User decided: no deploys during the release freeze unless the fix is ready",
         "User decided: only admins can delete projects",
+        "User decided: the API responses must be JSON",
     ],
 )
 def test_a_rule_about_the_products_replies_is_the_projects(text: str) -> None:
@@ -365,6 +366,8 @@ def test_a_rule_about_the_products_replies_is_the_projects(text: str) -> None:
         "User said: use conventional commits",
         "User said: your answers should be short",
         "User corrected: never edit the migration files by hand",
+        "User corrected: the tests must pass before you commit",
+        "User said: all commits should follow conventional commits",
     ],
 )
 def test_an_instruction_about_the_agents_own_output_is_its_working_style(text: str) -> None:
