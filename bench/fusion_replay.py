@@ -64,7 +64,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date as Date
 from functools import partial
@@ -485,6 +485,24 @@ def _collect(
     return [(question_lists(conn, text, embedder, settings, entries), ids) for text in texts]
 
 
+def score_found(
+    questions: Sequence[Any], found: Iterable[Sequence[str]], mapping: Mapping[str, Sequence[str]]
+) -> list[tuple[int, float, float]]:
+    """Each question's category, R@5 and R@10 from the entry ids found for it, best first (as
+    ``Fold.add`` takes them)."""
+    scored = []
+    for question, ids in zip(questions, found, strict=True):
+        ranked = expand(ids, mapping)[: max(KS)]
+        scored.append(
+            (
+                question.category,
+                recall_at(ranked, question.evidence, 5),
+                recall_at(ranked, question.evidence, 10),
+            )
+        )
+    return scored
+
+
 def run(data: list[dict[str, Any]], settings: Settings, check: bool) -> dict[str, Any]:
     """Every idea at every value, on every conversation of ``data`` (module doc)."""
     started = time.perf_counter()
@@ -515,17 +533,11 @@ def run(data: list[dict[str, Any]], settings: Settings, check: bool) -> dict[str
                         raise SystemExit(f"words' scores do not add up on {question.text!r}")
             for name, (idea, values) in table.items():
                 for value in values:
-                    scored = []
-                    for question, (lists, ids) in zip(questions, collected, strict=True):
-                        order = fuse(lists, settings, idea, float(value)) if lists else []
-                        ranked = expand((ids[r] for r in order), mapping)[: max(KS)]
-                        scored.append(
-                            (
-                                question.category,
-                                recall_at(ranked, question.evidence, 5),
-                                recall_at(ranked, question.evidence, 10),
-                            )
-                        )
+                    found = (
+                        [ids[r] for r in fuse(lists, settings, idea, float(value))] if lists else []
+                        for lists, ids in collected
+                    )
+                    scored = score_found(questions, found, mapping)
                     folds[name].add(value, conversation.sample_id, scored)
     seconds = round(time.perf_counter() - started, 1)
     return {

@@ -45,8 +45,8 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fusion_replay import DEPTH, Lists, fuse, hybrid_settings, product_lists
-from locomo_recall import KS, Fold, expand, indexed, load_conversation, recall_at, render_sweep
+from fusion_replay import DEPTH, Lists, fuse, hybrid_settings, product_lists, score_found
+from locomo_recall import KS, Fold, expand, indexed, load_conversation, render_sweep
 
 from obsmem.index.db import using_index
 from obsmem.index.query import fts_query
@@ -324,17 +324,13 @@ def run(data: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
                     reach(lists, settings, entries, missed, counts)
             for name, (variant, values) in table.items():
                 for value in values:
-                    scored = []
-                    for question, lists in zip(questions, collected, strict=True):
-                        order = variant(lists, settings, entries, float(value)) if lists else []
-                        ranked = expand((ids[r] for r in order), mapping)[: max(KS)]
-                        scored.append(
-                            (
-                                question.category,
-                                recall_at(ranked, question.evidence, 5),
-                                recall_at(ranked, question.evidence, 10),
-                            )
-                        )
+                    found = (
+                        [ids[r] for r in variant(lists, settings, entries, float(value))]
+                        if lists
+                        else []
+                        for lists in collected
+                    )
+                    scored = score_found(questions, found, mapping)
                     folds[name].add(value, conversation.sample_id, scored)
     seconds = round(time.process_time() - started, 1)
     sweeps = {
