@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -39,11 +40,16 @@ def _chosen(flags: dict[str, bool]) -> list[str]:
 def _ask_llm(provider: str | None, model: str | None) -> None:
     """The interactive part of ``om install``: which LLM, and its key, into the settings file."""
     from obsmem.integrations.setup import KEY_VARIABLES, configure_llm, needs_base_url
+    from obsmem.llm.cli import subscription_offer
     from obsmem.settings import PROVIDERS
 
     click.echo(
         "om can compress transcripts with an LLM of your choice, or with offline rules ('none')."
     )
+    if not provider:
+        # Said at the question, not only in the closing notes: this is where the user chooses.
+        for line in subscription_offer(os.environ):
+            click.echo(f"Note: {line}")
     provider = provider or click.prompt(
         "LLM provider", type=click.Choice(PROVIDERS), default="none", show_choices=True
     )

@@ -117,3 +117,27 @@ def test_a_misspelled_setting_is_pointed_out(monkeypatch: pytest.MonkeyPatch) ->
     assert code == 0 and "OM_LLM_PROVDER" in err and "OM_LLM_PROVDER" not in out
     code, out, err = run("context")
     assert code == 0 and err == "" and "PROVDER" not in out  # the hot path stays quiet
+
+
+def test_the_provider_question_offers_an_agent_cli_found_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import click
+
+    from obsmem.cli.install import _ask_llm
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text("#!/bin/sh\nexit 0\n")
+    claude.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OM_LLM_PROVIDER", "OM_LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    command = click.command()(lambda: _ask_llm(None, ""))
+    result = CliRunner().invoke(command, [], input="\n", catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    offer = result.output.find("OM_LLM_PROVIDER=claude-code")
+    assert offer != -1, result.output
+    # Said before the question is asked, where the user chooses.
+    assert offer < result.output.find("LLM provider")
