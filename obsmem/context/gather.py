@@ -25,10 +25,10 @@ from datetime import date, timedelta
 from obsmem.context.startup import ABOUT, ACTIVE, DECISIONS, LAST, LOOPS, PROJECT, RECENT
 from obsmem.context.startup import ContextEntry as Entry
 from obsmem.context.when import plan_in, without_meaning
-from obsmem.memory.model import Observation
+from obsmem.memory.model import Observation, normalise_text
 from obsmem.memory.observations import ObservationsDoc
 from obsmem.memory.sections import parse_sections
-from obsmem.reflect.facts import FactIndex, project_preference, same_fact
+from obsmem.reflect.facts import FactIndex, project_preference
 from obsmem.reflect.reflections import SUPERSEDED
 
 __all__ = [
@@ -214,12 +214,28 @@ def from_sections(
     return out
 
 
-#: Observations that stay candidates of their own when a different line of the user's merely
-#: cites them: an open task or commitment is a loop, a decision its project's ("User asked: I'm
-#: new to Django, help me add a coupon field" is cited by "User is new to Django"; the task is
-#: still open). A line that states the observation itself (a working-style decision filed under
-#: Preferences as it was said) settles it whatever its type: it would be shown twice otherwise.
+#: Observations that stay candidates of their own when a line of the user's cites them: an open
+#: task or commitment is a loop, a decision its project's ("User asked: I'm new to Django, help
+#: me add a coupon field" is cited by "User is new to Django"; the task is still open). Only a
+#: decision is settled, and only by a line that states it (a working-style decision filed under
+#: Preferences as it was said): it would be shown twice otherwise. A task or commitment never is,
+#: even by a line holding its words ("Always add type hints to the parser module and every other
+#: module" does not do the task "Add type hints to the parser module").
 _NEVER_SETTLED = frozenset({"task", "commitment", "decision"})
+
+#: The observer's lead-in of a decision, which its line under Preferences may leave out.
+_DECISION_LEAD_IN = re.compile(r"^user\s+(?:decided|corrected|prefers)\s*:\s*")
+
+
+def _states_decision(line: str, decision: str) -> bool:
+    """True when the durable ``line`` states the ``decision`` itself: their normalised texts are
+    equal, or equal once the decision's "User decided:/corrected:/prefers:" lead-in is removed.
+    Containment or likeness is not enough: a wider rule is another fact. Empty texts never
+    match."""
+    said, stated = normalise_text(decision), normalise_text(line)
+    if not said or not stated:
+        return False
+    return stated in (said, _DECISION_LEAD_IN.sub("", said, count=1))
 
 
 def settled_cites(
@@ -229,9 +245,9 @@ def settled_cites(
     own: those its superseded lines (``~~old~~ → replaced by new``) rest on, out of date and
     never to be served again, and those its lines about the user (Core Identity, Preferences,
     Relationship) rest on, served from there, in the profile, as the reflector placed them,
-    except tasks, commitments and decisions (``types`` maps observation ids to their type) that
-    the line only cites without stating them (``texts`` maps observation ids to their text;
-    without it, such a line settles none of them)."""
+    except tasks and commitments (``types`` maps observation ids to their type), which no line
+    settles, and decisions the line only cites without stating them (``texts`` maps observation
+    ids to their text; without it, such a line settles none of them)."""
     texts = texts or {}
     out: set[str] = set()
     for entry in parse_sections(data, kind="reflections").entries:
@@ -243,7 +259,8 @@ def settled_cites(
             out.update(
                 c
                 for c in entry.cites
-                if types.get(c) not in _NEVER_SETTLED or same_fact(line, texts.get(c, ""))
+                if types.get(c) not in _NEVER_SETTLED
+                or (types.get(c) == "decision" and _states_decision(line, texts.get(c, "")))
             )
     return out
 

@@ -410,3 +410,28 @@ def test_a_preference_said_of_one_project_is_that_projects(store: MemoryStore) -
         "- [tidepool] User constraint: I deploy tidepool on a Raspberry Pi 4, so no native "
         "dependencies."
     ]
+
+
+def test_a_wider_rule_holding_a_tasks_words_does_not_settle_the_task(store: MemoryStore) -> None:
+    # A durable line that contains the task's text states a rule, not that the task was done:
+    # the task stays an open loop and its project stays active.
+    task = new_observation(
+        "Add type hints to the parser module",
+        date="2026-11-28",
+        time="10:00",
+        type="task",
+        importance=0.7,
+        provenance=prov("atlas"),
+    )
+    store.add_observations([task])  # fmt: skip
+    (store.home / "reflections.md").write_text(
+        "# Reflections — Long-Term Memory\n\n## Preferences & Opinions\n\n"
+        "- 🟡 Always add type hints to the parser module and every other module you touch "
+        f"(seen 2026-11-28; ^{task.id}) ^r7t8y9u0i1\n",
+        encoding="utf-8",
+    )
+    prepare_context(store, today=TODAY)
+    assert entries_of(store, "Open loops") == ["Add type hints to the parser module"]
+    active = (store.home / "active.md").read_text(encoding="utf-8")
+    assert "- **atlas** (last active 2026-11-28)" in active
+    assert "Add type hints to the parser module" in active.split("## Open Loops")[1]

@@ -403,3 +403,33 @@ def test_an_instruction_about_the_agents_own_output_is_its_working_style(text: s
 def test_runners_of_other_stacks_give_their_base_command(command: str, runner: str | None) -> None:
     assert base_test_command(command) == runner
     assert passing_test_command(f"Tests pass: `{command}`: 8 passed") == runner
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "line", "settled"),
+    [
+        # a task or commitment is never settled by a durable line, even one that states it
+        ("task", "Add type hints to the parser module",
+         "Always add type hints to the parser module and every other module you touch", False),
+        ("task", "Add type hints to the parser module", "Add type hints to the parser module",
+         False),
+        ("commitment", "Will write the migration guide", "Will write the migration guide", False),
+        # a decision only when the line states it, with or without the observer's lead-in
+        ("decision", "User decided: never push directly to main", "Never push directly to main",
+         True),
+        ("decision", "User corrected: always run the tests",
+         "user corrected: Always run  the tests", True),
+        ("decision", "User decided: never push directly to main",
+         "Never push directly to main or to any release branch", False),
+        ("decision", "", "Never push directly to main", False),
+    ],
+)  # fmt: skip
+def test_only_a_decision_its_line_states_is_settled(
+    kind: str, text: str, line: str, settled: bool
+) -> None:
+    data = (
+        "# Reflections — Long-Term Memory\n\n## Preferences & Opinions\n\n"
+        f"- 🟡 {line} (seen 2026-03-02; ^k3v9q2m7xa) ^r7t8y9u0i1\n"
+    ).encode()
+    got = settled_cites(data, {"k3v9q2m7xa": kind}, {"k3v9q2m7xa": text})
+    assert got == ({"k3v9q2m7xa"} if settled else set())
