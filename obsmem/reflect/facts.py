@@ -286,6 +286,16 @@ _AGENT_SUBJECT = re.compile(
     r"\b(?:tests?|code|commits?|commit messages?|prs?|pull requests?|diffs?|changes)$",
     re.IGNORECASE,
 )
+# The agent's answers as the subject ("the answers should be in German", "all explanations
+# should be brief", "every answer should start with the command"): how it talks to the user, not
+# a part of the product, though "the/all/every <noun> should" reads like one.
+_STYLE_SUBJECT = re.compile(
+    r"\b(?:answers?|explanations?|reply|replies|summar(?:y|ies)|commit messages?)$",
+    re.IGNORECASE,
+)
+# The user as the agent's counterpart ("never ask me for approval on weekends"): a schedule in
+# such a rule is when the agent works with them, not a project's release rule.
+_ME = re.compile(r"\b(?:me|my)\b", re.IGNORECASE)
 _THE_AGENT = re.compile(
     r"^\s*(?:the\s+)?(?:[\w-]+\s+){0,2}(?:you|your|yours|assistant|agent|claude|codex)\b",
     re.IGNORECASE,
@@ -303,7 +313,11 @@ def is_product_rule(text: str) -> bool:
     if found is None:
         return False
     subject = found.group("subject")
-    return not (subject and (_THE_AGENT.match(said) or _AGENT_SUBJECT.search(subject)))
+    if not subject:  # a schedule
+        return not _ME.search(said)
+    return not (
+        _THE_AGENT.match(said) or _AGENT_SUBJECT.search(subject) or _STYLE_SUBJECT.search(subject)
+    )
 
 
 def is_working_style(text: str) -> bool:

@@ -433,3 +433,19 @@ def test_only_a_decision_its_line_states_is_settled(
     ).encode()
     got = settled_cites(data, {"k3v9q2m7xa": kind}, {"k3v9q2m7xa": text})
     assert got == ({"k3v9q2m7xa"} if settled else set())
+
+
+@pytest.mark.parametrize(
+    ("text", "type_"),
+    [
+        ("User prefers: the answers should be in German", "preference"),
+        ("User prefers: All explanations should be brief", "preference"),
+        ("User prefers: Every answer should start with the command", "preference"),
+        ("User prefers: the summary should list the files changed", "preference"),
+        ("User decided: never ask me for approval on weekends", "decision"),
+    ],
+)
+def test_a_rule_about_the_agents_answers_is_the_users_preference(text: str, type_: str) -> None:
+    # The answers as the subject, or the user as the agent's counterpart on a schedule, win
+    # over the "the/all/every <noun> should" and "on weekends" forms of a product rule.
+    assert home_for(obs(text, type_, 0.85), "bot") == Home(PREFERENCES)
