@@ -54,6 +54,18 @@ _METRIC = re.compile(
     r"|\b(?:cpu|memory|ram|disk space|bandwidth|too much|too many|a lot of)\b",
     re.IGNORECASE,
 )
+# After a label naming a fact, only an event reports an incident ("Deployment: rolled back
+# v2.3", "Environment: staging is down", "the health check timed out") or a measurement of use
+# ("the Redis node uses 95% memory"): a limit or a requirement in the same words is the fact
+# ("Constraints: cannot use Docker on the CI runners", "Requirements: the API must respond
+# within 200 ms", "Architecture: requests timeout after 30 seconds").
+_EVENT = re.compile(
+    r"\b(?:fail(?:ed|ing)|crash(?:ed|ing)|broke|roll(?:ed|ing)[ -]back|(?:is|are|was|were|went)"
+    r" down|returned (?:an? |a status of )?(?:5\d\d|5xx)|timed out)\b"
+    r"|\b(?:uses|using|used|hit|hits|reached)\s+"
+    r"(?:\d[\d.,]*\s*(?:%|[kmgt]i?b\b)|too much|too many)",
+    re.IGNORECASE,
+)
 _PROJECT_FACT_STATEMENT = re.compile(
     r"\b(?:is|are) (?:built|written|implemented) (?:with|in|on)\b|\bruns on\b"
     r"|\b(?:the )?(?:project|app|application|repo(?:sitory)?|codebase|service) (?:is|uses) an?\b"
@@ -100,14 +112,17 @@ def is_project_fact(text: str) -> bool:
     it follows (its stack, architecture, structure, requirements, conventions, data model, where
     it runs): a label naming one (not a report of what was done or went wrong), or "is built
     with", "the app is a ...", "is deployed on", "the CLI uses ...", "<component> depends on
-    <tool>", in a statement (after its label too) that reports no incident or measurement."""
-    # What follows a label is a statement like any other: "Deployment: rolled back v2.3 after
-    # the webhook returned 500" reports an incident under a label that names a fact.
-    if _INCIDENT.search(text) or _METRIC.search(text):
-        return False
+    <tool>", in a statement that reports no incident or measurement (after a label, no event:
+    a limit or a requirement there is the fact)."""
     label = _LABEL.match(text)
     if label is not None and _PROJECT_FACT_LABEL.search(label.group(1)):
-        return not (_OUTCOME_LABEL.match(label.group(1)) or _INCIDENT_LABEL.search(label.group(1)))
+        # "Deployment: rolled back v2.3 after the webhook returned 500" reports an incident
+        # under a label that names a fact.
+        if _OUTCOME_LABEL.match(label.group(1)) or _INCIDENT_LABEL.search(label.group(1)):
+            return False
+        return not _EVENT.search(text, label.end(1))
+    if _INCIDENT.search(text) or _METRIC.search(text):
+        return False
     return bool(_PROJECT_FACT_STATEMENT.search(text)) or _depends_fact(text)
 
 

@@ -449,3 +449,20 @@ def test_a_rule_about_the_agents_answers_is_the_users_preference(text: str, type
     # The answers as the subject, or the user as the agent's counterpart on a schedule, win
     # over the "the/all/every <noun> should" and "on weekends" forms of a product rule.
     assert home_for(obs(text, type_, 0.85), "bot") == Home(PREFERENCES)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Constraints: cannot use Docker on the CI runners",
+        "Requirements: the API must respond within 200 ms",
+        "Constraints: the Raspberry Pi has 1 GB RAM",
+        "Conventions: PRs without tests are rejected",
+        "Architecture: requests timeout after 30 seconds",
+    ],
+)
+def test_a_limit_or_requirement_after_a_fact_label_stays_a_project_fact(text: str) -> None:
+    # Only an event after the label (failed, crashed, rolled back, is down, timed out) reports
+    # an incident; a limit in the same words is what the label names.
+    assert is_project_fact(text)
+    assert home_for(obs(text, "event", 0.6), "pay") == Home(ACTIVE_PROJECTS, "pay")
