@@ -125,11 +125,32 @@ _LEARNING = re.compile(
     re.IGNORECASE,
 )
 # The topic: up to a clause of its own ("I'm new to Django and need a coupon field", "I'm new
-# to Airflow and this DAG fails"), a comma or the end of the sentence. A dot inside a word is
-# part of the name ("Next.js", "ASP.NET Core").
+# to Airflow and this DAG fails"), a comma or the end of the sentence. "and" joins two topics
+# ("HTML and CSS", "Ruby and Rails") unless a clause follows it: a pronoun, a verb, or a
+# determiner and its noun with a verb ("and the plan keeps drifting"). A dot inside a word is
+# part of the name ("Next.js", "ASP.NET Core", "socket.io"), unless a capitalised word follows
+# it, which starts a sentence ("Django.Help me").
+_VERB = (
+    r"(?:is|are|was|were|am|be|fails?|failed|keeps?|kept|doesn'?t|don'?t|didn'?t|won'?t|can'?t"
+    r"|cannot|isn'?t|aren'?t|has|have|had|needs?|wants?|throws?|threw|breaks?|broke|crash(?:es|ed)?"
+    r"|returns?|returned|gives?|gave|shows?|showed|works?|runs?|seems?|looks?|would|will|can"
+    r"|could|should|must|get|gets|got)"
+)
+_AND_CLAUSE = (
+    r"and\s+(?:(?:i|we|you|he|she|they|it|there)\b|(?:i|we|you|it|they|there)['’]\w+|"
+    + _VERB
+    + r"\b|(?:this|that|these|those|the|my|our|its|their|a|an)\s+(?:[\w.'-]+\s+){0,3}?"
+    + _VERB
+    + r"\b)"
+)
+_SENTENCE_DOT = r"\.(?=(?-i:[A-Z][a-z]))"
 _TOPIC = re.compile(
-    r"\s+(?P<topic>(?:[^.?!;,]|\.(?=[^\W_]))+?)"
-    r"(?=\s+(?:and|but|so|because|which|while)\b|[?!;,]|\.(?![^\W_])|$)",
+    r"\s+(?P<topic>(?:[^.?!;,]|(?!" + _SENTENCE_DOT + r")\.(?=[^\W_]))+?)"
+    r"(?=\s+(?:"
+    + _AND_CLAUSE
+    + r"|(?:but|so|because|which|while)\b)|[?!;,]|\.(?![^\W_])|"
+    + _SENTENCE_DOT
+    + r"|$)",
     re.IGNORECASE,
 )
 _NOT_A_TOPIC = frozenset(
@@ -138,8 +159,11 @@ _NOT_A_TOPIC = frozenset(
 _WORK_AT_HAND = frozenset("this that these those our it its page bug test tests".split())
 # A piece of code rather than a subject: a path, an identifier (snake_case, camelCase, a call)
 # or a file name ("utils.py", "orders.total"). A capitalised dotted name ("Next.js", "ASP.NET")
-# or PascalCase one ("TypeScript") is a technology's, and so is a lowercase "*.js" ("three.js").
-_CODE_LIKE = re.compile(r"[`/\\_()]|^[a-z]+[A-Z]|^[a-z0-9][\w-]*\.(?!js$)[^\W_]")
+# or PascalCase one ("TypeScript") is a technology's, and so is a lowercase "*.js", "*.io" or
+# "*.net" ("three.js", "socket.io", "asp.net").
+_CODE_LIKE = re.compile(
+    r"[`/\\_()]|^[a-z]+[A-Z]|^[a-z0-9][\w-]*\.(?!(?:js|io|net|ai|dev|org|com)$)[^\W_]"
+)
 _MAX_TOPIC_WORDS = 6
 
 

@@ -466,3 +466,23 @@ def test_a_limit_or_requirement_after_a_fact_label_stays_a_project_fact(text: st
     # an incident; a limit in the same words is what the label names.
     assert is_project_fact(text)
     assert home_for(obs(text, "event", 0.6), "pay") == Home(ACTIVE_PROJECTS, "pay")
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("User said: I'm learning HTML and CSS, help me style the page",
+         "User is learning HTML and CSS"),
+        ("User said: I'm new to Ruby and Rails", "User is new to Ruby and Rails"),
+        ("User said: I'm learning Django.Help me", "User is learning Django"),
+        ("User said: I'm new to socket.io", "User is new to socket.io"),
+        ("User said: I'm new to asp.net core", "User is new to asp.net core"),
+        ("User said: I'm new to Django and I need a coupon field", "User is new to Django"),
+        ("User said: I'm new to Go and the build is slow", "User is new to Go"),
+        ("User said: I'm new to Rust and it won't compile", "User is new to Rust"),
+    ],
+)  # fmt: skip
+def test_a_learning_topic_ends_at_a_clause_not_at_any_and(text: str, fact: str) -> None:
+    # "and" joins two topics unless a clause follows it; a dot before a capitalised word ends
+    # the sentence, one inside a lowercase name ("socket.io", "asp.net") is part of it.
+    assert learning_fact(text) == fact
