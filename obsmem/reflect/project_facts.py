@@ -196,9 +196,25 @@ _WRAPPERS: dict[str, tuple[str, ...]] = {
 _SCRIPT_HOSTS = frozenset({"python", "python3", "py", "php"})
 _SCRIPT_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun"})  # "npm run test:unit"
 _TEST_TARGET = re.compile(r"^(?:test\S*|\S*[-_:]tests?|check)$", re.IGNORECASE)
-# A project's own test script names tests as a word of its file name ("./run_tests.sh",
-# "scripts/test-all.sh"), not inside one ("./scripts/latest.sh").
-_TEST_SCRIPT = re.compile(r"(?:^|[-_.])tests?(?:$|[-_.])", re.IGNORECASE)
+# A project's own test script names tests as a part of its file name ("./run_tests.sh",
+# "scripts/test-all.sh", "./runtests.sh", "./unittests.sh", "./testall.sh"): "test" at its
+# start or after "run", "unit", "all" or a separator, not inside another word
+# ("./scripts/latest.sh", "contest.sh", "attestation.sh").
+_TEST_SCRIPT = re.compile(r"(?:^|[-_.]|run|unit|all)tests?", re.IGNORECASE)
+#: Options that take a value, per program: the value is not the action ("xcodebuild -scheme
+#: test build" builds; "mvn -pl core test" tests). xcodebuild's options all take one but these.
+_MVN_VALUED = frozenset(
+    "-pl --projects -f --file -s --settings -gs --global-settings -t --toolchains -T --threads"
+    " -rf --resume-from -P --activate-profiles -b --builder -l --log-file -D --define".split()
+)
+_VALUED: dict[str, frozenset[str]] = {"mvn": _MVN_VALUED, "./mvnw": _MVN_VALUED}
+_XCODEBUILD_FLAGS = frozenset(
+    "-quiet -verbose -dry-run -n -allTargets -alltargets -showsdks -showBuildSettings -list -json"
+    " -usage -version -hideShellScriptEnvironment -parallelizeTargets -skipUnavailableActions"
+    " -allowProvisioningUpdates -allowProvisioningDeviceRegistration -skipMacroValidation"
+    " -skipPackagePluginValidation -showBuildTimingSummary -enableAddressSanitizer"
+    " -enableThreadSanitizer".split()
+)
 #: Options of make that take a value: "-C app" says where the tests are, the rest is noise.
 _MAKE_VALUED = frozenset({"-C", "--directory", "-f", "--file", "-j", "--jobs", "-I"})
 
@@ -221,6 +237,21 @@ def _unwrap(words: list[str]) -> tuple[list[str], list[str]]:
     return prefix, words
 
 
+def _takes_value(program: str, option: str) -> bool:
+    if program == "xcodebuild":
+        return option.startswith("-") and "=" not in option and option not in _XCODEBUILD_FLAGS
+    return option in _VALUED.get(program, ())
+
+
+def _arguments(program: str, rest: list[str]) -> list[str]:
+    """``program``'s words after it that are neither options nor an option's value."""
+    return [
+        w
+        for before, w in zip(["", *rest], rest, strict=False)
+        if not w.startswith("-") and not _takes_value(program, before)
+    ]
+
+
 def _subcommand(program: str, rest: list[str]) -> list[str] | None:
     """``program``'s test sub-command among ``rest`` (after its options), as the runner."""
     if program == "make":
@@ -232,7 +263,7 @@ def _subcommand(program: str, rest: list[str]) -> list[str] | None:
                 return [program, *out, word] if _TEST_TARGET.match(word) else None
         return None
     subs = _SUBCOMMANDS.get(program)
-    words = [w for w in rest if not w.startswith("-")]
+    words = _arguments(program, rest)
     if subs is None or not words:
         return None
     # xcodebuild's action follows its options ("xcodebuild -scheme App test").

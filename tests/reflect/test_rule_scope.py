@@ -398,6 +398,15 @@ def test_an_instruction_about_the_agents_own_output_is_its_working_style(text: s
         ("mvn -q package", None),
         ("php artisan migrate", None),
         ("make -C app build", None),
+        # a project's own test script, "test" a part of its file name
+        ("./runtests.sh", "./runtests.sh"),
+        ("./scripts/unittests.sh", "./scripts/unittests.sh"),
+        ("./testall.sh", "./testall.sh"),
+        ("./runtests.py --parallel", "./runtests.py"),
+        ("./scripts/attestation.sh", None),
+        # an option's value is not the action
+        ("xcodebuild -scheme test build", None),
+        ("mvn -pl core test", "mvn test"),
     ],
 )
 def test_runners_of_other_stacks_give_their_base_command(command: str, runner: str | None) -> None:
