@@ -205,7 +205,8 @@ def _reference_cwd(data: bytes) -> str | None:
     except ValueError:
         return None
     cwd = payload.get("cwd") if isinstance(payload, dict) else None
-    return os.path.expanduser(cwd) if isinstance(cwd, str) and cwd.strip() else None
+    usable = isinstance(cwd, str) and cwd.strip() and "\x00" not in cwd
+    return os.path.expanduser(cwd) if usable else None
 
 
 def _stdin(data: bytes) -> str | None:
@@ -267,6 +268,12 @@ def test_the_hand_reader_agrees_with_json(
             with pytest.raises(ValueError):
                 json.loads(raw)
         assert _stdin(raw) == _reference_cwd(raw)
+
+
+def test_a_cwd_holding_a_nul_byte_is_no_directory() -> None:
+    # Found by the property test above: expanduser("~\x00") raises ValueError.
+    assert _stdin(b'{"cwd": "~\\u0000"}') is None
+    assert _stdin(b'{"cwd": "/w/at\\u0000las"}') is None
 
 
 def test_a_session_start_loads_neither_json_nor_the_full_path(tmp_path: Path) -> None:
