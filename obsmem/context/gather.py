@@ -214,14 +214,13 @@ def from_sections(
     return out
 
 
-#: Observations that stay candidates of their own when a line of the user's cites them: an open
-#: task or commitment is a loop, a decision its project's ("User asked: I'm new to Django, help
-#: me add a coupon field" is cited by "User is new to Django"; the task is still open). Only a
-#: decision is settled, and only by a line that states it (a working-style decision filed under
-#: Preferences as it was said): it would be shown twice otherwise. A task or commitment never is,
-#: even by a line holding its words ("Always add type hints to the parser module and every other
-#: module" does not do the task "Add type hints to the parser module").
-_NEVER_SETTLED = frozenset({"task", "commitment", "decision"})
+#: Observations that no line of the user's settles: an open task or commitment is a loop, even
+#: when a line cites it ("User asked: I'm new to Django, help me add a coupon field" is cited by
+#: "User is new to Django") or holds its words ("Always add type hints to the parser module and
+#: every other module" does not do the task "Add type hints to the parser module"). A decision
+#: is settled only by a line that states it (``_states_decision``: a working-style decision filed
+#: under Preferences as it was said), which would show it twice otherwise.
+_NEVER_SETTLED = frozenset({"task", "commitment"})
 
 #: The observer's lead-in of a decision, which its line under Preferences may leave out.
 _DECISION_LEAD_IN = re.compile(r"^user\s+(?:decided|corrected|prefers)\s*:\s*")
@@ -260,7 +259,7 @@ def settled_cites(
                 c
                 for c in entry.cites
                 if types.get(c) not in _NEVER_SETTLED
-                or (types.get(c) == "decision" and _states_decision(line, texts.get(c, "")))
+                and (types.get(c) != "decision" or _states_decision(line, texts.get(c, "")))
             )
     return out
 

@@ -47,6 +47,7 @@ __all__ = [
     "estimate_tokens",
     "failure_from_sdk",
     "json_instructions",
+    "known_cost",
     "parse_retry_after",
     "strip_thinking",
 ]
@@ -234,6 +235,14 @@ def failure_from_sdk(
 def estimate_tokens(text: str) -> int:
     """A rough token count (4 characters a token), for budgets and servers that report none."""
     return (len(text) + 3) // 4
+
+
+def known_cost(value: object) -> float | None:
+    """A cost in US dollars read from JSON (a provider's reply, a usage line): a number of 0 or
+    more, else None (missing, a string, a boolean, negative: not known)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return None
+    return float(value)
 
 
 def json_instructions(schema: Mapping[str, Any] | None) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from obsmem.llm.base import Completion, Failure
+from obsmem.llm.base import Completion, Failure, known_cost
 from obsmem.llm.cli import CLIFailure, CLIProvider, classify_message
 
 __all__ = ["ClaudeCodeProvider", "parse_result"]
@@ -50,13 +50,6 @@ def _count(usage: dict[str, Any], *keys: str) -> int:
     return sum(max(0, int(usage.get(key) or 0)) for key in keys)
 
 
-def _cost(value: object) -> float | None:
-    """``total_cost_usd`` as a number of dollars; None when missing or not a number."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if value >= 0 else None
-
-
 def parse_result(stdout: str, model: str) -> Completion:
     """The completion in ``claude -p --output-format json`` output; ``CLIFailure`` on an error."""
     data = _last_object(stdout)
@@ -83,7 +76,7 @@ def parse_result(stdout: str, model: str) -> Completion:
         ),
         output_tokens=_count(usage, "output_tokens"),
         stop_reason=str(data.get("stop_reason") or "end_turn"),
-        cost_usd=_cost(data.get("total_cost_usd")),
+        cost_usd=known_cost(data.get("total_cost_usd")),
         cached_input_tokens=_count(usage, "cache_read_input_tokens"),
     )
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from obsmem import paths
 from obsmem.errors import BudgetExceeded
-from obsmem.llm.base import Completion, Provider, estimate_tokens
+from obsmem.llm.base import Completion, Provider, estimate_tokens, known_cost
 from obsmem.memory.atomic import append_line
 from obsmem.settings import Settings
 
@@ -210,8 +210,7 @@ def _parse(line: bytes) -> UsageRecord | None:
         when = datetime.fromisoformat(data["ts"])
         if when.tzinfo is None:
             when = when.astimezone()  # a hand-written naive time: read it as local
-        usd = data.get("usd")
-        known = isinstance(usd, int | float) and not isinstance(usd, bool) and usd >= 0
+        usd = known_cost(data.get("usd"))
         return UsageRecord(
             when,
             str(data.get("provider", "")),
@@ -219,9 +218,9 @@ def _parse(line: bytes) -> UsageRecord | None:
             str(data.get("purpose", "")),
             _count(data, "in"),
             _count(data, "out"),
-            float(usd) if known else None,
+            usd,
             _count(data, "cached"),
-            known and data.get("usd_upper_bound") is True,
+            usd is not None and data.get("usd_upper_bound") is True,
         )
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
