@@ -184,8 +184,9 @@ def stdin_cwd(stream: IO[Any] | None = None, wait: float = STDIN_WAIT) -> str | 
             return None
     cwd = payload.get("cwd") if isinstance(payload, dict) else None
     # A NUL byte names no directory (and expanduser raises on "~\x00"): the process's own then.
-    usable = isinstance(cwd, str) and cwd.strip() and "\x00" not in cwd
-    return os.path.expanduser(cwd) if usable else None
+    if not isinstance(cwd, str) or not cwd.strip() or "\x00" in cwd:
+        return None
+    return os.path.expanduser(cwd)
 
 
 _DONE, _MORE, _OTHER = "done", "more", "other"
