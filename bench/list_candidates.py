@@ -33,7 +33,7 @@ import json
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date as Date
 from functools import partial
@@ -46,7 +46,7 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fusion_replay import DEPTH, Lists, fuse, hybrid_settings, product_lists, score_found
-from locomo_recall import KS, Fold, expand, indexed, load_conversation, render_sweep
+from locomo_recall import KS, Conversation, Fold, expand, indexed, load_conversation, render_sweep
 
 from obsmem.index.db import using_index
 from obsmem.index.query import fts_query
@@ -122,15 +122,21 @@ def collect(
 
 
 def fused(
-    lists: Lists, settings: Settings, third: Sequence[int] = (), weight: float = 0.0
+    lists: Lists,
+    settings: Settings,
+    third: Sequence[int] = (),
+    weight: float = 0.0,
+    more: Sequence[tuple[Sequence[int], float]] = (),
 ) -> tuple[Scores, int | None]:
-    """``fuse``'s boosted fused scores and pinned winner, with an optional third RRF list."""
+    """``fuse``'s boosted fused scores and pinned winner, with an optional third RRF list (and
+    any ``more`` lists with their weights)."""
     keyword, semantic = product_lists(lists, settings)
     ranks = [[int(str(row[-1])) for row in keyword], [r for r, _ in semantic]]
     weights = [settings.search_bm25_weight, settings.search_vector_weight]
-    if third and weight > 0:
-        ranks.append(list(third))
-        weights.append(weight)
+    for extra, extra_weight in [(third, weight), *more]:
+        if extra and extra_weight > 0:
+            ranks.append(list(extra))
+            weights.append(extra_weight)
     today = Date.today()
     scores = {
         r: hybrid.boost(
@@ -293,45 +299,57 @@ def reach(
         counts[f"{name}, new"] += sum(r in held and r not in known for r in missed)
 
 
+Collected = tuple[
+    Conversation, Mapping[str, list[str]], list[Lists | None], dict[int, str], Entries
+]
+
+
+def collected_conversations(data: list[dict[str, Any]], settings: Settings) -> Iterator[Collected]:
+    """Each conversation of ``data`` indexed and embedded, with its dia_ids by entry id, its
+    questions' lists, its entries' ids by rowid and its vectors (``collect``)."""
+    for sample in data:
+        conversation = load_conversation(sample)
+        with indexed(conversation, settings) as (store, mapping):
+            embedder = resolve_backend(settings).embedder
+            assert embedder is not None
+            texts = [q.text for q in conversation.questions]
+            collected, ids, entries = using_index(
+                store.index_path,
+                partial(collect, texts=texts, embedder=embedder, settings=settings),
+            )
+            yield conversation, mapping, collected, ids, entries
+
+
 def run(data: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
     """Every variant at every value on every conversation of ``data``, and the reach counts."""
     started = time.process_time()
     table = variants()
     folds = {name: Fold(values) for name, (_, values) in table.items()}
     counts = dict.fromkeys(["missed", "centroid", "centroid, new", "hop", "hop, new"], 0)
-    for sample in data:
-        conversation = load_conversation(sample)
-        with indexed(conversation, settings) as (store, mapping):
-            embedder = resolve_backend(settings).embedder
-            assert embedder is not None
-            questions = conversation.questions
-            texts = [q.text for q in questions]
-            collected, ids, entries = using_index(
-                store.index_path,
-                partial(collect, texts=texts, embedder=embedder, settings=settings),
-            )
-            rowid_of = {dia: r for r, i in ids.items() for dia in mapping.get(i, ())}
-            for question, lists in zip(questions, collected, strict=True):
-                if lists is None:
-                    continue
-                product = fuse(lists, settings)
-                for name, (variant, _) in table.items():
-                    if variant(lists, settings, entries, 0.0) != product:
-                        raise SystemExit(f"{name} at 0 is not the product on {question.text!r}")
-                if question.category == 1 and lists.names:
-                    top = set(expand((ids[r] for r in product), mapping)[:10])
-                    missed = [rowid_of[d] for d in set(question.evidence) - top if d in rowid_of]
-                    reach(lists, settings, entries, missed, counts)
-            for name, (variant, values) in table.items():
-                for value in values:
-                    found = (
-                        [ids[r] for r in variant(lists, settings, entries, float(value))]
-                        if lists
-                        else []
-                        for lists in collected
-                    )
-                    scored = score_found(questions, found, mapping)
-                    folds[name].add(value, conversation.sample_id, scored)
+    for conversation, mapping, collected, ids, entries in collected_conversations(data, settings):
+        questions = conversation.questions
+        rowid_of = {dia: r for r, i in ids.items() for dia in mapping.get(i, ())}
+        for question, lists in zip(questions, collected, strict=True):
+            if lists is None:
+                continue
+            product = fuse(lists, settings)
+            for name, (variant, _) in table.items():
+                if variant(lists, settings, entries, 0.0) != product:
+                    raise SystemExit(f"{name} at 0 is not the product on {question.text!r}")
+            if question.category == 1 and lists.names:
+                top = set(expand((ids[r] for r in product), mapping)[:10])
+                missed = [rowid_of[d] for d in set(question.evidence) - top if d in rowid_of]
+                reach(lists, settings, entries, missed, counts)
+        for name, (variant, values) in table.items():
+            for value in values:
+                found = (
+                    [ids[r] for r in variant(lists, settings, entries, float(value))]
+                    if lists
+                    else []
+                    for lists in collected
+                )
+                scored = score_found(questions, found, mapping)
+                folds[name].add(value, conversation.sample_id, scored)
     seconds = round(time.process_time() - started, 1)
     sweeps = {
         name: {**fold.summary(), "setting": name, "backend": "hybrid replay", "seconds": seconds}
