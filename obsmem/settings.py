@@ -248,6 +248,13 @@ SPECS: tuple[SettingSpec, ...] = (
         "Hybrid search: a query naming a date scores its entries cosine x (1 + this); 0: off.",
     ),
     SettingSpec(
+        "OM_SEARCH_SPEAKER_CENTROID_WEIGHT",
+        "search_speaker_centroid_weight",
+        _float_range(0.0, 100.0),
+        0.15,
+        "Hybrid search: weight of the named speaker's centroid ranking in the fusion; 0: off.",
+    ),
+    SettingSpec(
         "OM_SEARCH_WINNER_RATIO",
         "search_winner_ratio",
         _float_range(0.0, 1000.0),
@@ -571,6 +578,7 @@ class Settings:
     search_rrf_k: float = 20.0
     search_vector_context_weight: float = 1.0
     search_vector_date_boost: float = 0.25
+    search_speaker_centroid_weight: float = 0.15
     search_winner_ratio: float = 2.0
     search_importance_boost: float = 0.05
     search_recency_boost: float = 0.05

@@ -27,13 +27,17 @@ How one query is answered (``hybrid_rows``):
    ``OM_SEARCH_BM25_WEIGHT`` and ``OM_SEARCH_VECTOR_WEIGHT``).
 4. Boosts multiply the fused score by ``1 + importance_boost * importance + recency_boost *
    0.5 ** (age_days / half_life)``: small by default, so they reorder near ties only.
-5. Unambiguous BM25 winner: when BM25's best score is at least ``OM_SEARCH_WINNER_RATIO`` times
+5. Speaker centroid: when the query names a speaker (the speaker boost's rule), the mean vector
+   of that speaker's first fused hits ranks that speaker's entries, and the ranking is fused as
+   a third list at ``OM_SEARCH_SPEAKER_CENTROID_WEIGHT`` (``speakers.py``); the winner of step 6
+   is read from BM25 as before.
+6. Unambiguous BM25 winner: when BM25's best score is at least ``OM_SEARCH_WINNER_RATIO`` times
    its second best (or it is BM25's only match), an exact keyword hit is the answer, and the
    fusion does not get to demote it: it stays first and the fused order fills the other places.
    A ratio of 0 turns this off.
-6. Vault copies are dropped as in BM25 search (``distinct_rows``).
-7. With ``OM_RERANK_MODEL`` set, a cross-encoder reorders the first ``OM_RERANK_TOP`` results,
-   blended with their fused position (``rerank.py``); the winner of step 5 is not reranked.
+7. Vault copies are dropped as in BM25 search (``distinct_rows``).
+8. With ``OM_RERANK_MODEL`` set, a cross-encoder reorders the first ``OM_RERANK_TOP`` results,
+   blended with their fused position (``rerank.py``); the winner of step 6 is not reranked.
 
 A hit's ``score`` is its boosted fused score (BM25's score when there are no embeddings); its
 ``rank`` is its place after reranking, so with a reranker scores need not decrease with rank.
@@ -60,6 +64,7 @@ from obsmem.search.bm25 import (
     hit_from_row,
 )
 from obsmem.search.dates import DateSpan, query_dates
+from obsmem.search.speakers import centroid_names, speaker_centroid, speaker_label
 from obsmem.search.vectors import VectorStore, embed_text
 
 if TYPE_CHECKING:
@@ -330,29 +335,12 @@ def hybrid_rows(
         order = [int(str(row[-1])) for row in keyword]
         pinned = None
     else:
-        for rowid, _ in semantic:
-            if rowid not in rows:
-                found = conn.execute(ROW_SQL, (rowid,)).fetchone()
-                if found is not None:
-                    rows[rowid] = tuple(found)
-        fused = rrf_fuse(
-            [[int(str(row[-1])) for row in keyword], [rowid for rowid, _ in semantic]],
-            [settings.search_bm25_weight, settings.search_vector_weight],
-            settings.search_rrf_k,
-        )
+        assert embedder is not None
+        _fetch_rows(conn, rows, [rowid for rowid, _ in semantic])
+        lists = [[int(str(row[-1])) for row in keyword], [rowid for rowid, _ in semantic]]
+        weights = [settings.search_bm25_weight, settings.search_vector_weight]
         day = today or Date.today()
-        scores = {
-            rowid: boost(
-                score,
-                _importance(rows[rowid][9]),
-                _age_days(rows[rowid][5], day),
-                importance_weight=settings.search_importance_boost,
-                recency_weight=settings.search_recency_boost,
-                half_life_days=settings.search_recency_half_life_days,
-            )
-            for rowid, score in fused.items()
-            if rowid in rows
-        }
+        scores = _boosted(rrf_fuse(lists, weights, settings.search_rrf_k), rows, settings, day)
         bm25_scores = [0.0 - float(str(row[0])) for row in keyword]
         pinned = (
             int(str(keyword[0][-1]))
@@ -360,6 +348,14 @@ def hybrid_rows(
             else None
         )
         order = fused_order(scores, pinned)
+        third = _centroid_list(conn, embedder, query, order, rows, pool, settings, where)
+        if third:
+            _fetch_rows(conn, rows, third)
+            lists.append(third)
+            weights.append(settings.search_speaker_centroid_weight)
+            fused = rrf_fuse(lists, weights, settings.search_rrf_k)
+            scores = _boosted(fused, rows, settings, day)
+            order = fused_order(scores, pinned)
     kept = distinct_rows([rows[rowid] for rowid in order], max(limit, top))
     if reranker is not None:
         keep_first = pinned is not None and bool(kept) and int(str(kept[0][-1])) == pinned
@@ -368,6 +364,61 @@ def hybrid_rows(
             kept[i] for i in rerank_order(query, texts, reranker, top=top, keep_first=keep_first)
         ]
     return [(tuple(row), scores[int(str(row[-1]))]) for row in kept[:limit]]
+
+
+def _fetch_rows(
+    conn: sqlite3.Connection, rows: dict[int, tuple[object, ...]], rowids: Sequence[int]
+) -> None:
+    """Add to ``rows`` the result rows of those of ``rowids`` it lacks (entries still there)."""
+    for rowid in rowids:
+        if rowid not in rows:
+            found = conn.execute(ROW_SQL, (rowid,)).fetchone()
+            if found is not None:
+                rows[rowid] = tuple(found)
+
+
+def _boosted(
+    fused: Mapping[int, float], rows: Mapping[int, Sequence[object]], settings: Settings, day: Date
+) -> dict[int, float]:
+    """The fused scores of the entries in ``rows``, each raised by ``boost``."""
+    return {
+        rowid: boost(
+            score,
+            _importance(rows[rowid][9]),
+            _age_days(rows[rowid][5], day),
+            importance_weight=settings.search_importance_boost,
+            recency_weight=settings.search_recency_boost,
+            half_life_days=settings.search_recency_half_life_days,
+        )
+        for rowid, score in fused.items()
+        if rowid in rows
+    }
+
+
+def _centroid_list(
+    conn: sqlite3.Connection,
+    embedder: Embedder,
+    query: str,
+    order: Sequence[int],
+    rows: Mapping[int, Sequence[object]],
+    pool: int,
+    settings: Settings,
+    where: Where | None,
+) -> list[int]:
+    """The speaker centroid's list (``speakers.speaker_centroid``) for ``query``, fused hits
+    ``order``: empty when it is off or the query names no speaker; with filters, only the
+    entries that meet them."""
+    weight = settings.search_speaker_centroid_weight
+    names = set(centroid_names(query)) if weight > 0 else set()
+    if not names:
+        return []
+    said = [rowid for rowid in order if speaker_label(str(rows[rowid][11])) in names]
+    vectors = VectorStore(conn, embedder, settings.search_vector_context_weight)
+    ranked = speaker_centroid(vectors, names, said, pool)
+    if where is not None and ranked:
+        passing = _passing(conn, ranked, *where)
+        ranked = [rowid for rowid in ranked if rowid in passing]
+    return ranked
 
 
 def _str(value: object) -> str | None:

@@ -311,6 +311,8 @@ class _Snapshot:
     reduced: npt.NDArray[np.float32] | None = None
     # Each row's neighbours (``neighbour_positions``), read on first use with a context weight.
     neighbours: Neighbours | None = None
+    # Matrix rows by speaker label (``speaker_label``), read on first use by a speaker.
+    speakers: dict[str, npt.NDArray[np.int64]] | None = None
 
 
 # One snapshot per model name. It holds its connection so that identity checks stay sound.
@@ -372,11 +374,14 @@ def two_stage_top(
     *,
     neighbours: Neighbours | None = None,
     context_weight: float = 0.0,
+    allowed: npt.NDArray[np.int64] | None = None,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """The ``limit`` best rows of ``matrix`` for ``query`` among the ``candidates`` best by the
     approximate scores of ``reduced`` (``principal_directions``), best first, ties to the lower
     row; and the scores array, exact at those rows. With ``neighbours`` and a
-    ``context_weight``, scores take in the neighbours' (``with_context``) in both stages."""
+    ``context_weight``, scores take in the neighbours' (``with_context``) in both stages.
+    ``allowed`` (ascending rows) holds the only rows that may be ranked; their neighbours still
+    count."""
     import numpy as np
 
     approx = reduced @ (query @ basis)
@@ -384,10 +389,11 @@ def two_stage_top(
     if context:
         assert neighbours is not None
         approx = with_context(approx, neighbours, context_weight)
-    if candidates < len(approx):
-        picked = np.sort(np.argpartition(-approx, candidates - 1)[:candidates])
+    among = np.arange(len(approx)) if allowed is None else allowed
+    if candidates < len(among):
+        picked = np.sort(among[np.argpartition(-approx[among], candidates - 1)[:candidates]])
     else:
-        picked = np.arange(len(approx))
+        picked = among
     scores = np.zeros(len(approx), dtype=np.float32)
     if context:
         assert neighbours is not None
@@ -456,6 +462,7 @@ class VectorStore:
         among: Collection[int] | None = None,
         *,
         exact_for: int | None = None,
+        said_by: Collection[str] = (),
     ) -> list[tuple[int, float]]:
         """``rank`` for a query already embedded by this store's embedder.
 
@@ -463,6 +470,8 @@ class VectorStore:
         ``exact_for`` (default ``limit``): a two-stage ranking passes as many candidates to the
         exact stage as for this many results, so a longer list read for re-sorting (hybrid
         search's date boost) costs no more exact scoring than the list it is cut to.
+        ``said_by`` (speakers, casefolded): only entries whose text starts with one of them as
+        a label (``speaker_label``) are ranked; not with ``among``.
         """
         import numpy as np
 
@@ -470,13 +479,14 @@ class VectorStore:
         if not snap.rowids or snap.matrix is None:
             return []
         rowids, matrix = snap.rowids, snap.matrix
+        allowed = self._said_by(snap, said_by) if said_by else None
         candidates = max(CANDIDATES, 20 * (exact_for or limit), limit)
         if among is None and len(rowids) >= TWO_STAGE_FROM and candidates < len(rowids) // 2:
-            return self._two_stage(snap, query, limit, candidates)
+            return self._two_stage(snap, query, limit, candidates, allowed)
         scores = matrix @ query
         if self.context_weight > 0.0:
             scores = with_context(scores, self._neighbours(snap), self.context_weight)
-        positions = np.arange(len(rowids))
+        positions = np.arange(len(rowids)) if allowed is None else allowed
         if among is not None:
             wanted = np.fromiter(among, dtype=np.int64, count=len(among))
             positions = np.flatnonzero(np.isin(np.asarray(rowids, dtype=np.int64), wanted))
@@ -489,6 +499,7 @@ class VectorStore:
         query: npt.NDArray[np.float32],
         limit: int,
         candidates: int,
+        allowed: npt.NDArray[np.int64] | None = None,
     ) -> list[tuple[int, float]]:
         """``rank_vector`` over a large matrix (module doc)."""
         assert snap.rowids is not None and snap.matrix is not None
@@ -504,6 +515,7 @@ class VectorStore:
             candidates,
             neighbours=neighbours,
             context_weight=self.context_weight,
+            allowed=allowed,
         )
         return [(snap.rowids[int(i)], float(scores[int(i)])) for i in order]
 
@@ -512,6 +524,27 @@ class VectorStore:
             assert snap.rowids is not None
             snap.neighbours = neighbour_positions(self.conn, snap.rowids, CONTEXT_WIDTH)
         return snap.neighbours
+
+    def _said_by(self, snap: _Snapshot, names: Collection[str]) -> npt.NDArray[np.int64]:
+        """The matrix rows (ascending) of the entries whose speaker label is one of ``names``."""
+        import numpy as np
+
+        from obsmem.search.speakers import speaker_rows
+
+        assert snap.rowids is not None
+        if snap.speakers is None:
+            snap.speakers = speaker_rows(self.conn, snap.rowids)
+        parts = [snap.speakers[name] for name in names if name in snap.speakers]
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+
+    def vectors_of(self, rowids: Sequence[int]) -> tuple[list[int], npt.NDArray[np.float32]]:
+        """Those of ``rowids`` that have a vector (in their order), and their vectors."""
+        from obsmem.search.speakers import matrix_rows
+
+        snap = self._loaded()
+        assert snap.matrix is not None
+        found, rows = matrix_rows(snap.rowids or [], rowids)
+        return found, snap.matrix[rows]
 
     def unembedded(self) -> int:
         """How many entries have no vector under this model (they are left out of ``rank``)."""

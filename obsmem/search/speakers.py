@@ -1,0 +1,110 @@
+"""Who said an entry, and hybrid search's speaker centroid.
+
+A memory of a conversation records each turn as ``Name: text`` (a coding session as ``user:`` /
+``assistant:``). ``speaker_label`` reads that label the way the speaker boost matches it
+(bm25.py: ``Name:`` at the start of the text), and ``speaker_rows`` groups a vector matrix's rows
+by it, once per snapshot (``VectorStore.rank_vector(..., said_by=...)``).
+
+The speaker centroid (``OM_SEARCH_SPEAKER_CENTROID_WEIGHT``): when a query names a speaker
+(``bm25.query_speakers``), the normalised mean vector of the first ``CENTROID_HITS`` fused hits
+that speaker said is a second vector query, ranked over that speaker's entries (with the
+neighbours' cosine, as the first), and its list joins the fusion as a third RRF list. A question
+that asks for a list ("What activities has Melanie done with her family?") has evidence that
+names one instance each and shares little with the question; those lines resemble the speaker's
+lines already found on the topic more than they resemble the question.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
+
+from obsmem.search.bm25 import query_speakers
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from obsmem.search.vectors import VectorStore
+
+__all__ = [
+    "CENTROID_HITS",
+    "centroid_names",
+    "matrix_rows",
+    "speaker_centroid",
+    "speaker_label",
+    "speaker_rows",
+]
+
+#: Fused hits of the named speaker whose vectors make the centroid.
+CENTROID_HITS = 5
+# A label is at most this long (the speaker boost matches any prefix; a longer "label" is prose).
+_LABEL_MAX = 40
+
+
+def speaker_label(text: str) -> str:
+    """Who an entry's text says spoke it, casefolded: what comes before its first colon when
+    that is 1 to 39 characters (``Caroline: ...``, ``user: ...``); "" for none."""
+    head, colon, _ = text.partition(":")
+    return head.casefold() if colon and 0 < len(head) < _LABEL_MAX else ""
+
+
+def centroid_names(query: str) -> list[str]:
+    """The speakers ``query`` names (the speaker boost's rule, roles included), casefolded."""
+    return [name.casefold() for name in query_speakers(query)]
+
+
+def matrix_rows(
+    known: Sequence[int], rowids: Sequence[int]
+) -> tuple[list[int], npt.NDArray[np.int64]]:
+    """Those of ``rowids`` that are in ``known`` (a matrix's rowids, ascending), in their order,
+    and their rows in the matrix."""
+    import numpy as np
+
+    ordered = np.asarray(known, dtype=np.int64)
+    asked = np.asarray(rowids, dtype=np.int64)
+    if not len(ordered) or not len(asked):
+        return [], np.zeros(0, dtype=np.int64)
+    at = np.minimum(np.searchsorted(ordered, asked), len(ordered) - 1)
+    hit = ordered[at] == asked
+    rows: npt.NDArray[np.int64] = at[hit]
+    return [int(r) for r in asked[hit]], rows
+
+
+def speaker_rows(
+    conn: sqlite3.Connection, known: Sequence[int]
+) -> dict[str, npt.NDArray[np.int64]]:
+    """The rows of a vector matrix (rowids ``known``, ascending) by their entries' speaker
+    labels, each ascending; entries without a label or a row are left out."""
+    import numpy as np
+
+    labels: dict[str, list[int]] = {}
+    # The label is in the first _LABEL_MAX characters: the rest of the text is not read.
+    sql = f"SELECT rowid, substr(text, 1, {_LABEL_MAX + 1}) FROM entries"
+    for rowid, head in conn.execute(sql):
+        label = speaker_label(str(head))
+        if label:
+            labels.setdefault(label, []).append(int(rowid))
+    return {label: np.sort(matrix_rows(known, ids)[1]) for label, ids in labels.items()}
+
+
+def speaker_centroid(
+    vectors: VectorStore, names: Collection[str], said: Sequence[int], depth: int
+) -> list[int]:
+    """The centroid's ranking (module doc), ``depth`` rowids best first, over the entries that
+    ``names`` (casefolded labels) said: the first ``CENTROID_HITS`` of ``said`` (fused hits of
+    those speakers, best first) that have a vector make the query. Empty when none has one."""
+    import numpy as np
+
+    if not names:
+        return []
+    rowids, matrix = vectors.vectors_of(said)
+    if not rowids:
+        return []
+    mean = matrix[:CENTROID_HITS].mean(axis=0)
+    size = float(np.linalg.norm(mean))
+    if size == 0.0:
+        return []
+    ranked = vectors.rank_vector(mean / np.float32(size), depth, said_by=sorted(set(names)))
+    return [rowid for rowid, _ in ranked]
