@@ -105,8 +105,18 @@ def zipf_vocabulary(size: int = VOCABULARY) -> tuple[list[str], list[float]]:
     return words, list(itertools.accumulate(1.0 / (rank + 2.7) for rank in range(1, size + 1)))
 
 
-def build(home: Path, count: int, seed: int = 7, corpus: str = "zipf") -> MemoryStore:
-    """Write ``count`` synthetic observations spread over days, in batches like the observer."""
+#: The speaker labels of ``build(..., roles=True)``.
+ROLE_LABELS = ("user", "assistant")
+
+
+def build(
+    home: Path, count: int, seed: int = 7, corpus: str = "zipf", roles: bool = False
+) -> MemoryStore:
+    """Write ``count`` synthetic observations spread over days, in batches like the observer.
+
+    With ``roles``, each text starts with ``user:`` or ``assistant:`` (alternately), as a coding
+    session's turns do, so that a query naming a role takes the speaker paths of search.
+    """
     rng = random.Random(seed)
     store = MemoryStore(home, environ={"OM_HOME": str(home)}).ensure()
     if corpus == "narrow":
@@ -120,6 +130,8 @@ def build(home: Path, count: int, seed: int = 7, corpus: str = "zipf") -> Memory
         day = start + timedelta(days=n // 40)
         chosen = rng.choices(words, cum_weights=cumulative, k=rng.randint(6, 16))
         text = " ".join(chosen) + f" #{n}"
+        if roles:
+            text = f"{ROLE_LABELS[n % 2]}: {text}"
         batch.append(
             new_observation(
                 text,

@@ -1,11 +1,13 @@
 """Search latency at 10,000 and 100,000 observations: cold BM25 `om search`, warm hybrid queries.
 
 Usage: python bench/search_latency.py [--sizes 10000,100000] [--queries 50] [--runs 15]
-       [--embed-limit 10000] [--corpus zipf|narrow] [--keep DIR] [--json]
+       [--embed-limit 10000] [--corpus zipf|narrow] [--roles] [--keep DIR] [--json]
 
 For each size, builds a synthetic memory in a temporary directory through the store
 (``search_cold.build``: 500 observations per ``add_observations`` call, forty a day; words as
-``--corpus`` says, see ``search_cold.CORPORA``) and indexes it once (with ``--keep DIR``, in
+``--corpus`` says, see ``search_cold.CORPORA``; with ``--roles``, each text starts with ``user:``
+or ``assistant:`` and each query is asked as ``user QUERY``, so that the speaker paths of search
+run: the speaker boost and the speaker centroid) and indexes it once (with ``--keep DIR``, in
 ``DIR/mem-CORPUS-SIZE``, kept and reused by later runs: building 100,000 takes minutes), then
 measures:
 
@@ -101,7 +103,7 @@ def random_vectors(conn: sqlite3.Connection, model: str, dim: int, seed: int = 1
 
 
 def prepare_memory(
-    home: Path, size: int, corpus: str = "zipf"
+    home: Path, size: int, corpus: str = "zipf", roles: bool = False
 ) -> tuple[MemoryStore, float | None, float | None]:
     """The synthetic memory of ``size`` observations in ``home``, indexed: built through the store
     (write and index seconds returned), or reused as it is when ``home`` already holds it."""
@@ -109,7 +111,7 @@ def prepare_memory(
     if (home / ".om" / "built").is_file():
         return store, None, None
     t0 = time.perf_counter()
-    build(home, size, corpus=corpus)
+    build(home, size, corpus=corpus, roles=roles)
     write_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     rebuild(store)
@@ -137,13 +139,14 @@ def p50s(samples: list[tuple[float, float]]) -> dict[str, float]:
 
 def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) -> dict[str, object]:
     load_before = os.getloadavg()[0]
-    home = root / f"mem-{args.corpus}-{size}"
-    store, write_s, index_s = prepare_memory(home, size, args.corpus)
+    home = root / f"mem-{args.corpus}-{size}{'-roles' if args.roles else ''}"
+    store, write_s, index_s = prepare_memory(home, size, args.corpus, args.roles)
+    queries = [f"user {q}" for q in QUERIES] if args.roles else QUERIES
     env = {**os.environ, "OM_HOME": str(home), "OM_SEARCH_BACKEND": "bm25"}
     om = [sys.executable, "-m", "obsmem", "search"]
     cold: list[float] = []
     for n in range(args.runs):
-        cold += [wall for wall, _ in timed([*om, QUERIES[n % 4]], env, 1)]
+        cold += [wall for wall, _ in timed([*om, queries[n % 4]], env, 1)]
 
     hybrid_env = {
         "OM_HOME": str(home),
@@ -171,13 +174,13 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
             return cpu_and_wall(partial(hybrid_query, conn, q, expression, 10, embedder, settings))
 
         warmup = ask("first query after start")[1]
-        warm = [ask(QUERIES[n % len(QUERIES)]) for n in range(args.queries)]
+        warm = [ask(queries[n % len(queries)]) for n in range(args.queries)]
         # The parts of a query, each timed on its own over the same queries.
         store_vectors = VectorStore(conn, embedder)
-        vector = embedder.embed([QUERIES[0]])[0]
+        vector = embedder.embed([queries[0]])[0]
         parts: dict[str, list[tuple[float, float]]] = {"embed": [], "bm25": [], "vectors": []}
         for n in range(args.queries):
-            q = QUERIES[n % len(QUERIES)]
+            q = queries[n % len(queries)]
             expression = fts_query(q) or ""
             parts["embed"].append(cpu_and_wall(partial(embedder.embed, [q])))
             parts["bm25"].append(cpu_and_wall(partial(query_index, conn, expression, 10)))
@@ -190,6 +193,7 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
     return {
         "observations": size,
         "corpus": args.corpus,
+        "roles": args.roles,
         "write_seconds": None if write_s is None else round(write_s, 1),
         "index_seconds": None if index_s is None else round(index_s, 2),
         "cold_bm25_ms": {
@@ -220,6 +224,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--embed-limit", type=int, default=10_000)
     parser.add_argument("--corpus", choices=CORPORA, default="zipf")
+    parser.add_argument(
+        "--roles", action="store_true", help="user: / assistant: texts, queries naming the user"
+    )
     parser.add_argument(
         "--keep",
         type=Path,
