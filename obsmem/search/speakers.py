@@ -56,7 +56,7 @@ def centroid_names(query: str) -> list[str]:
 
 
 def matrix_rows(
-    known: Sequence[int], rowids: Sequence[int]
+    known: Sequence[int] | npt.NDArray[np.int64], rowids: Sequence[int]
 ) -> tuple[list[int], npt.NDArray[np.int64]]:
     """Those of ``rowids`` that are in ``known`` (a matrix's rowids, ascending), in their order,
     and their rows in the matrix."""
