@@ -505,6 +505,9 @@ def score_found(
 
 def run(data: list[dict[str, Any]], settings: Settings, check: bool) -> dict[str, Any]:
     """Every idea at every value, on every conversation of ``data`` (module doc)."""
+    # These ideas are replayed on the fusion of two lists: the speaker centroid (a third list,
+    # centroid_replay.py replays it) is off, in search() too.
+    settings = settings.replace(search_speaker_centroid_weight=0.0)
     started = time.perf_counter()
     table = ideas(settings)
     folds = {name: Fold(values) for name, (_, values) in table.items()}
@@ -560,9 +563,12 @@ def hybrid_settings(cache: Path) -> Iterator[Settings]:
         yield load_settings(env)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def replay_cli(
+    doc: str, argv: Sequence[str] | None, run: Callable[[list[dict[str, Any]], Settings, bool], Any]
+) -> tuple[argparse.Namespace, Any]:
+    """The replays' command line (``--data``, ``--embed-cache``, ``--check``, ``--json``) parsed,
+    and ``run(data, settings, check)`` under ``hybrid_settings``: (the arguments, its report)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--data", required=True, type=Path, help="a LoCoMo JSON file")
     parser.add_argument("--embed-cache", type=Path, metavar="DIR", required=True)
     parser.add_argument("--check", action="store_true", help="assert replay == search() first")
@@ -570,7 +576,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data = json.loads(args.data.read_text(encoding="utf-8"))
     with hybrid_settings(args.embed_cache) as settings:
-        report = run(data, settings, args.check)
+        return args, run(data, settings, args.check)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    args, report = replay_cli(__doc__ or "", argv, run)
     if args.json:
         print(json.dumps(report, indent=1, sort_keys=True))
     else:

@@ -300,13 +300,13 @@ def reach(
 
 
 Collected = tuple[
-    Conversation, Mapping[str, list[str]], list[Lists | None], dict[int, str], Entries
+    Conversation, Mapping[str, list[str]], list[Lists | None], dict[int, str], Entries, Any
 ]
 
 
 def collected_conversations(data: list[dict[str, Any]], settings: Settings) -> Iterator[Collected]:
     """Each conversation of ``data`` indexed and embedded, with its dia_ids by entry id, its
-    questions' lists, its entries' ids by rowid and its vectors (``collect``)."""
+    questions' lists, its entries' ids by rowid, its vectors (``collect``) and its store."""
     for sample in data:
         conversation = load_conversation(sample)
         with indexed(conversation, settings) as (store, mapping):
@@ -317,16 +317,21 @@ def collected_conversations(data: list[dict[str, Any]], settings: Settings) -> I
                 store.index_path,
                 partial(collect, texts=texts, embedder=embedder, settings=settings),
             )
-            yield conversation, mapping, collected, ids, entries
+            yield conversation, mapping, collected, ids, entries, store
 
 
 def run(data: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
     """Every variant at every value on every conversation of ``data``, and the reach counts."""
+    # These ideas are replayed on the fusion of two lists: the speaker centroid (a third list,
+    # centroid_replay.py replays it) is off, in search() too.
+    settings = settings.replace(search_speaker_centroid_weight=0.0)
     started = time.process_time()
     table = variants()
     folds = {name: Fold(values) for name, (_, values) in table.items()}
     counts = dict.fromkeys(["missed", "centroid", "centroid, new", "hop", "hop, new"], 0)
-    for conversation, mapping, collected, ids, entries in collected_conversations(data, settings):
+    for conversation, mapping, collected, ids, entries, _ in collected_conversations(
+        data, settings
+    ):
         questions = conversation.questions
         rowid_of = {dia: r for r, i in ids.items() for dia in mapping.get(i, ())}
         for question, lists in zip(questions, collected, strict=True):

@@ -22,8 +22,9 @@ measures:
   machine the wall time also counts waiting for a core, and the load average before and after
   says how busy it was.
 - parts: the query embedding, BM25 (``query_index``) and the vector ranking
-  (``VectorStore.rank_vector`` over ``POOL`` candidates), each timed on its own (p50 CPU and
-  wall, fastest wall).
+  (``VectorStore.rank_vector`` over ``POOL`` candidates; with ``--roles`` also over the user's
+  entries only, as the speaker centroid ranks), each timed on its own (p50 CPU and wall,
+  fastest wall).
 
 Vectors: up to ``--embed-limit`` entries, every entry is embedded for real by
 ``VectorStore.sync`` (its time is reported). Above it (embedding 100,000 entries takes many
@@ -185,6 +186,10 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
             parts["embed"].append(cpu_and_wall(partial(embedder.embed, [q])))
             parts["bm25"].append(cpu_and_wall(partial(query_index, conn, expression, 10)))
             parts["vectors"].append(cpu_and_wall(partial(store_vectors.rank_vector, vector, POOL)))
+            if args.roles:
+                # The speaker centroid's ranking: one more, over the user's entries only.
+                said = partial(store_vectors.rank_vector, vector, POOL, said_by=["user"])
+                parts.setdefault("vectors, user only", []).append(cpu_and_wall(said))
     finally:
         conn.close()
     if not args.keep:

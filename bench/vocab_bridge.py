@@ -372,7 +372,9 @@ def run(data: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
     folds[JOINT] = Fold(joint)
     counts: dict[str, int] = defaultdict(int)
     embed_seconds, items = 0.0, 0
-    for conversation, mapping, collected, ids, entries in collected_conversations(data, settings):
+    for conversation, mapping, collected, ids, entries, _ in collected_conversations(
+        data, settings
+    ):
         embedder = resolve_backend(settings).embedder
         assert embedder is not None
         questions = conversation.questions
