@@ -15,12 +15,12 @@ masks (``****``, ``xxxx``, ``...``), stand-in words (``none``, ``null``, ``true`
 (``sk-...``, ``ghp_...``) are redacted wherever they appear, whatever surrounds them.
 
 Speed and safety: one look per text finds the trigger words (one regex for all of them) and
-whether it has a line break or a run of 20 token characters; a pass runs only when its trigger
-occurs, and a text with none returns at once. Token shapes run only on such a run or a break,
-every run of characters in a pattern is either bounded or can only start at a run boundary
-(lookbehind), and multi-part constructs (PEM blocks, ``<private>`` spans, URLs, assignments)
-are found with ``str.find``/``bisect`` rather than backtracking: the whole pass is linear in the
-length of the text.
+whether it has a run of 20 token characters, whole or made by the lines of a wrapped token; a
+pass runs only when its trigger occurs, and a text with none returns at once. Token shapes run
+only on such a run, every run of characters in a pattern is either bounded or can only start
+at a run boundary (lookbehind), and multi-part constructs (PEM blocks, ``<private>`` spans,
+URLs, assignments) are found with ``str.find``/``bisect`` rather than backtracking: the whole
+pass is linear in the length of the text.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from obsmem.redact.shapes import (
     has_digit,
     mixed,
     redact_shapes,
+    wrapped_run,
 )
 
 __all__ = ["KINDS", "redact", "redact_all", "redact_counts", "redact_turns", "safe_cut"]
@@ -372,7 +373,7 @@ def _redact_once(
         text = _data_uris(text, counts)
     if text is not original:
         run = has_run(text)
-    if run or "\n" in text:
+    if run or wrapped_run(text):
         spans = redact_shapes(text, counts)
         if spans:
             text = splice(text, spans)

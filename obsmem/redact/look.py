@@ -1,9 +1,10 @@
 """The look every text gets before redaction: which passes can find anything in it.
 
 Part of :mod:`obsmem.redact`. A pass runs only when its trigger occurs: a trigger word (one of
-:data:`TRIGGER_WORDS`, in the lowercased text), a run of 20 token characters, a line break, or
-enough colons for a ``.pgpass`` line; a text with none of them (most short turns) is returned as
-it is. :func:`look` looks at one text, :func:`looks` at a batch (the turns of one read) at once.
+:data:`TRIGGER_WORDS`, in the lowercased text), a run of 20 token characters (whole, or made by
+joining the lines of a wrapped token), or enough colons for a ``.pgpass`` line; a text with
+none of them (most short turns, and short lines of prose or code) is returned as it is.
+:func:`look` looks at one text, :func:`looks` at a batch (the turns of one read) at once.
 
 The batch look searches the texts joined, as one byte a character, for every trigger word in
 one pass of an Aho-Corasick automaton (``ahocorasick_rs``, a compiled dependency, when it is
@@ -21,7 +22,7 @@ from typing import Protocol
 
 from obsmem.redact.forms import PGPASS_COLONS, TRIGGERS
 from obsmem.redact.keys import KEYWORDS, ascii_lower
-from obsmem.redact.shapes import RUN_NEEDLE, RUN_TABLE
+from obsmem.redact.shapes import RUN_NEEDLE, RUN_TABLE, wrapped_run
 
 __all__ = ["HEADER_WORDS", "TRIGGER_WORDS", "has_run", "look", "looks", "words_in"]
 
@@ -31,8 +32,8 @@ HEADER_WORDS = ("bearer", "authorization", "secret_access", "secretaccess")
 # --- What a text must hold for any pass to find anything -----------------------------------
 # Every token shape, gated shape, header rule, key body and blob is a run of at least 20 of the
 # characters of the shapes' runs (see obsmem.redact.shapes); the lines of a wrapped token may
-# each be shorter, hence a line break counts as a possible run too. A base64 blob is a longer
-# run still.
+# each be shorter, hence a run made by joining wrapped lines (shapes.wrapped_run) counts too: a
+# line break alone does not. A base64 blob is a longer run still.
 
 
 def has_run(text: str) -> bool:
@@ -125,14 +126,15 @@ def words_in(low: str, m: re.Match[str] | None = None) -> set[str]:
 def look(text: str, low: str) -> tuple[set[str], bool] | None:
     """What the passes need to know of ``text`` (``low`` its lowercase copy): the trigger words
     in it, and whether it has a run of 20 token characters; None when no pass can find anything
-    there (no line break, no run, too few colons for a ``.pgpass`` line, no trigger word), as
+    there (no run, whole or wrapped, too few colons for a ``.pgpass`` line, no trigger word), as
     in most short turns ("Running the tests.")."""
     run = has_run(text)
-    if run or "\n" in text or text.count(":") >= PGPASS_COLONS:
+    if run or text.count(":") >= PGPASS_COLONS:
         return words_in(low), run
     m = _OUTER_SEARCH(low)
     if m is None:
-        return None
+        # Only the token shapes can find something without a trigger word: in a wrapped run.
+        return (set(), run) if wrapped_run(text) else None
     return words_in(low, m), run
 
 
@@ -190,7 +192,7 @@ def looks(texts: Sequence[str]) -> Iterator[tuple[int, str, tuple[set[str], bool
         held = words.get(i)
         run = i in runs
         if held is None:
-            if not run and "\n" not in text and text.count(":") < PGPASS_COLONS:
+            if not run and text.count(":") < PGPASS_COLONS and not wrapped_run(text):
                 continue
             held = set()
         yield i, ascii_lower(text), (held, run)

@@ -14,7 +14,11 @@ of 20 never gets past the first regex.
 
 Wrapped keys: a token cut by a line break (a terminal's width, a wrapped paste) still matches:
 when a shape fails or stops at the end of a line and the next line is one more run of token
-characters, the shape is tried on the two joined, and both parts are replaced.
+characters, the shape is tried on the two joined, and both parts are replaced. The part on the
+first line may be shorter than 20 (an AWS key id cut after 14 characters): a run that ends at a
+line break is searched too when it and the run the next line starts with make 20 together.
+:func:`wrapped_run` tells whether a text holds any run of 20 once its wrap points are joined,
+which every token, wrapped or not, makes.
 """
 
 from __future__ import annotations
@@ -25,7 +29,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["RUN_NEEDLE", "RUN_TABLE", "SHAPE_KINDS", "has_digit", "mixed", "redact_shapes"]
+__all__ = [
+    "RUN_NEEDLE",
+    "RUN_TABLE",
+    "SHAPE_KINDS",
+    "has_digit",
+    "mixed",
+    "redact_shapes",
+    "wrapped_run",
+]
 
 
 def has_digit(value: str) -> bool:
@@ -309,7 +321,8 @@ _ALNUM = string.ascii_letters + string.digits
 _INNER = _inner("./=+", _ALNUM + "_")
 _INNER_LONG = _inner(".=", _ALNUM)
 # A line that may continue a wrapped token: indentation, then only token characters.
-_CONTINUATION = re.compile(r"[ \t]{0,12}([A-Za-z0-9_+/=.~\-]{4,4000})[ \t]*(?=\r?\n|\\n|$)")
+# It ends its line, or the JSON string it is in (a JSON-escaped line break before it).
+_CONTINUATION = re.compile(r"[ \t]{0,12}([A-Za-z0-9_+/=.~\-]{4,4000})[ \t]*(?=\r?\n|\\n|$|\")")
 _NEWLINE = re.compile(r"\r?\n|\\n")
 # The part of a wrapped token on its first line: bounded, so a long run costs no rescans.
 _LINE_PART = re.compile(r"[^ \t\r\n\\\"'`]*")
@@ -334,6 +347,8 @@ def _wrapped(
     if whole and not (len(more) >= 6 and has_digit(more) and any(c.isalpha() for c in more)):
         return None  # the token was whole already; a plain word on the next line is no part
     joined = text[pos:line_end] + more
+    if not joined.startswith(prefix):
+        return None  # a prefix cut by the break (see _cut_prefix) must go on after it
     m = body.match(joined, len(prefix))
     if m is None or m.end() <= line_end - pos:
         return None
@@ -346,8 +361,24 @@ def _wrapped(
     ]
 
 
-def _match_at(text: str, pos: int) -> list[Span] | None:
-    """The span(s) of the token starting at ``pos`` (two when it is wrapped), or None."""
+def _cut_prefix(text: str, pos: int, prefix: str) -> bool:
+    """Whether the line at ``pos`` ends inside ``prefix`` (``FLWSECK_TEST`` then ``-...``)."""
+    stop = pos + len(prefix) + 1
+    if text.find("\n", pos, stop) == -1 and text.find("\\", pos, stop) == -1:
+        return False  # no line break, real or JSON-escaped, that near: the common case
+    part = _LINE_PART.match(text, pos, pos + len(prefix))
+    end = part.end() if part is not None else pos
+    return (
+        end - pos < len(prefix)
+        and prefix.startswith(text[pos:end])
+        and _NEWLINE.match(text, end) is not None
+    )
+
+
+def _match_at(text: str, pos: int, end: int, wrapped_only: bool = False) -> list[Span] | None:
+    """The span(s) of the token starting at ``pos`` in the run that ends at ``end`` (two when
+    it is wrapped), or None; ``wrapped_only``: only a wrapped one (the run at ``pos`` is too
+    short for a whole token)."""
     entries = _BY_TWO.get(text[pos : pos + 2])
     if entries is None:
         entries = _BY_ONE.get(text[pos : pos + 1])
@@ -355,18 +386,22 @@ def _match_at(text: str, pos: int) -> list[Span] | None:
             return None
     for prefix, body, shape in entries:
         if not text.startswith(prefix, pos):
+            if pos + len(prefix) > end and _cut_prefix(text, pos, prefix):
+                parts = _wrapped(text, pos, prefix, body, shape, False)
+                if parts is not None:
+                    return parts
             continue
         m = body.match(text, pos + len(prefix))
-        end = m.end() if m is not None else -1
-        if m is None or end == len(text) or text[end] in "\r\n\\":
+        stop = m.end() if m is not None else -1
+        if m is None or stop == len(text) or text[stop] in "\r\n\\":
             parts = _wrapped(text, pos, prefix, body, shape, m is not None)
             if parts is not None:
                 return parts
-        if m is None:
+        if m is None or wrapped_only:
             continue
-        kind = _judge(shape, text[pos:end])
+        kind = _judge(shape, text[pos:stop])
         if kind is not None:
-            return [(pos, end, kind)]
+            return [(pos, stop, kind)]
     return None
 
 
@@ -374,8 +409,12 @@ def _match_at(text: str, pos: int) -> list[Span] | None:
 # break is matched before the character ahead of it is checked, so re skips to line breaks.
 _JOINED = r"A-Za-z0-9_+/=.~:|-"
 _WRAP_JOIN = re.compile(
-    rf"(?:\r\n(?<=[{_JOINED}]\r\n)|\n(?<=[{_JOINED}]\n))[ \t]{{0,12}}(?=[{_JOINED}])"
+    rf"(?:\r\n(?<=[{_JOINED}]\r\n)|\n(?<=[{_JOINED}]\n)|\\n(?<=[{_JOINED}]\\n))"
+    rf"[ \t]{{0,12}}(?=[{_JOINED}])"
 )
+
+
+_FLAT_JOIN = re.compile(rf"\n(?<=[{_JOINED}]\n)[ \t]{{0,12}}(?=[{_JOINED}])")
 
 
 def _alternate_joins(text: str) -> list[str]:
@@ -400,8 +439,14 @@ def _alternate_joins(text: str) -> list[str]:
 
 def _wrapped_gated(text: str, counts: Counter[str]) -> list[Span]:
     """The gated shapes found only once the lines are joined: each wrapped token's parts."""
-    joined = _WRAP_JOIN.sub("", text)
-    if joined == text:
+    # Every break made a plain one first, so that the join is one regex that starts with its
+    # literal "\n" (re skips to line breaks; the three kinds of break in one pattern make it
+    # try every position). Only the strings found in the join are used, never its positions.
+    flat = text.replace("\r\n", "\n") if "\r" in text else text
+    if "\\n" in flat:
+        flat = flat.replace("\\n", "\n")
+    joined = _FLAT_JOIN.sub("", flat)
+    if joined == flat:
         return []
     # A trigger in a partly joined text is in the wholly joined one too (no trigger holds a
     # line break): most texts stop here, before any partial join is made.
@@ -459,9 +504,9 @@ def _judge(shape: _Shape, token: str) -> str | None:
     return shape.kind if has_digit(token) else None
 
 
-def _runs(text: str) -> list[tuple[int, int]]:
-    """The spans of the runs of at least 20 token characters in ``text``."""
-    mask = text.encode("ascii", "replace").translate(RUN_TABLE)
+def _runs(text: str, mask: bytes) -> list[tuple[int, int]]:
+    """The spans of the runs of at least 20 token characters in ``text`` (``mask``: the text
+    mapped by :data:`RUN_TABLE`)."""
     found: list[tuple[int, int]] = []
     at = mask.find(RUN_NEEDLE)
     while at != -1:
@@ -474,6 +519,91 @@ def _runs(text: str) -> list[tuple[int, int]]:
         found.append((start, end))
         at = mask.find(RUN_NEEDLE, end)
     return found
+
+
+# A line break a wrapped token may be cut at (as _wrapped and _NEWLINE take it: real, CRLF or
+# JSON-escaped, nothing after the first part, up to 12 blanks before the second), after a run
+# shorter than 20. Each pattern starts with its break, so re skips to line breaks.
+_R = "A-Za-z0-9_~.+/=\\-"
+
+
+def _tail_pattern(brk: str) -> re.Pattern[str]:
+    """The wrap points at the break ``brk`` (a regex of literals, matched first) after a run
+    shorter than 20, where one of the two runs has 10 (of two parts that make 20, one has): that
+    rules out most breaks of prose and code, and the sum is told exactly afterwards. The
+    cheapest tests go first: a token character on each side."""
+    return re.compile(
+        rf"{brk}(?=[ \t]{{0,12}}[{_R}])(?<=[{_R}]{brk})"
+        rf"(?:(?<=[{_R}]{{10}}{brk})|(?=[ \t]{{0,12}}[{_R}]{{10}}))(?<![{_R}]{{{_RUN_MIN}}}{brk})"
+    )
+
+
+# Each kind of break on its own (one pattern for all three is several times slower), searched
+# only in a text that holds it.
+_TAIL_SEARCHES = (
+    (_tail_pattern(r"\n"), "\n"),
+    (_tail_pattern(r"\r\n"), "\r\n"),
+    (_tail_pattern(r"\\n"), "\\n"),
+)
+
+
+def _short_tails(text: str, mask: bytes) -> list[tuple[int, int]]:
+    """The runs shorter than 20 that end at a wrap point and make 20 with the run the next line
+    starts with: where the first part of a wrapped token may be (``mask`` as for _runs)."""
+    found: list[tuple[int, int]] = []
+    for pattern, needle in _TAIL_SEARCHES:
+        if needle not in text:
+            continue
+        m = pattern.search(text)  # most texts have none: no iterator made for them
+        while m is not None:
+            _tail_at(text, mask, m, found)
+            m = pattern.search(text, m.end())
+    if len(found) > 1:
+        found.sort()
+    return found
+
+
+def _tail_at(text: str, mask: bytes, m: re.Match[str], found: list[tuple[int, int]]) -> None:
+    """Add the run that ends at the break ``m`` matched to ``found`` when it and the run the
+    next line starts with make 20."""
+    line_end = m.start()
+    start = mask.rfind(b" ", 0, line_end) + 1
+    if start and text[start - 1] == "\\" and text[start] in "nrt":
+        start += 1  # a JSON-escaped line break: the run starts after it
+    tail = line_end - start
+    # The regex counted the "n" of an escaped break before the run: told exactly here.
+    gap = text[m.end() : m.end() + 13]
+    head_start = m.end() + len(gap) - len(gap.lstrip(" \t"))
+    head_end = mask.find(b" ", head_start, head_start + _RUN_MIN)
+    head = (head_end if head_end != -1 else min(len(mask), head_start + _RUN_MIN)) - head_start
+    if 0 < tail < _RUN_MIN <= tail + head:
+        found.append((start, line_end))
+
+
+#: For :func:`wrapped_run`: each byte mapped to ``a`` (a token character), itself (a line
+#: break), a space (a space or tab) or ``#`` (anything else); a carriage return is dropped.
+_WRAP_TABLE = bytes(
+    0x61 if i in _RUN_BYTES else i if i == 0x0A else 0x20 if i in b" \t" else 0x23
+    for i in range(256)
+)
+# A wrap point in that map: a break between token characters, up to 12 blanks after it. It
+# starts with its literal "\n", so re skips to line breaks.
+_WRAP_GAP = re.compile(rb"\n(?<=a\n) {0,12}(?=a)")
+
+
+def wrapped_run(text: str) -> bool:
+    """Whether ``text`` has a run of 20 token characters once every wrap point is joined (a
+    line break, real or JSON-escaped, right after a token character, the next line going on
+    with one after up to 12 blanks). A token cut by wraps (in two lines, or over many, as the
+    gated search joins them) makes one; a whole token is a run of 20 already, which the caller
+    looks for first (``has_run``). Short lines of prose and code ("import os" / "import sys")
+    have none, and get no run pass."""
+    if "\\n" in text:
+        text = text.replace("\\n", "\n")  # positions no longer matter, only the yes or no
+    if "\n" not in text:
+        return False
+    mask = text.encode("ascii", "replace").translate(_WRAP_TABLE, b"\r")
+    return _WRAP_GAP.sub(b"", mask).find(RUN_NEEDLE) != -1
 
 
 # A key body without its BEGIN/END lines: two or more lines of exactly 64 base64 characters
@@ -546,29 +676,35 @@ def redact_shapes(text: str, counts: Counter[str]) -> list[Span]:
 
     A wrapped token gives two spans (its two lines keep their line break) and counts once.
     """
-    runs = _runs(text)
+    mask = text.encode("ascii", "replace").translate(RUN_TABLE)
+    runs = _runs(text, mask)
     spans = _key_bodies(text, runs) if len(runs) >= 2 else []
     if spans:
         counts["private-key"] += len(spans)
+    # The runs, and the short first parts of wrapped tokens (False: only a wrapped token there).
+    tails = _short_tails(text, mask)
+    searched = [(start, end, False) for start, end in runs]
+    if tails:
+        searched = sorted(searched + [(start, end, True) for start, end in tails])
     cursor = 0
-    for start, end in runs:
+    for start, end, short in searched:
         if start < cursor:
             continue
         # Most runs start no shape: told without a call.
         if text[start : start + 2] in _BY_TWO or text[start] in _BY_ONE:
-            found = _match_at(text, start)
+            found = _match_at(text, start, end, short)
             if found is not None:
                 cursor = _take(found, spans, counts)
         for m in (_INNER if end - start <= _LONG_RUN else _INNER_LONG).finditer(text, start, end):
             pos = m.end()
             if pos < cursor:
                 continue
-            found = _match_at(text, pos)
+            found = _match_at(text, pos, end, short)
             if found is not None:
                 cursor = _take(found, spans, counts)
     if runs:  # every gated shape holds a run of 20 token characters too
         spans.extend(_gated(text, counts))
-    if "\n" in text:
+    if "\n" in text or "\\n" in text:
         spans.extend(_wrapped_gated(text, counts))
     if len(spans) > 1:
         spans.sort()
