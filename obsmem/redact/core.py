@@ -46,8 +46,8 @@ from obsmem.redact.shapes import (
     has_digit,
     mixed,
     redact_shapes,
-    wrapped_run,
 )
+from obsmem.redact.wraps import wrapped_run
 
 __all__ = ["KINDS", "redact", "redact_all", "redact_counts", "redact_turns", "safe_cut"]
 

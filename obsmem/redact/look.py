@@ -22,7 +22,7 @@ from typing import Protocol
 
 from obsmem.redact.forms import PGPASS_COLONS, TRIGGERS
 from obsmem.redact.keys import KEYWORDS, ascii_lower
-from obsmem.redact.shapes import RUN_NEEDLE, RUN_TABLE, wrapped_run
+from obsmem.redact.wraps import RUN_NEEDLE, RUN_TABLE, wrapped_run
 
 __all__ = ["HEADER_WORDS", "TRIGGER_WORDS", "has_run", "look", "looks", "words_in"]
 
@@ -32,7 +32,7 @@ HEADER_WORDS = ("bearer", "authorization", "secret_access", "secretaccess")
 # --- What a text must hold for any pass to find anything -----------------------------------
 # Every token shape, gated shape, header rule, key body and blob is a run of at least 20 of the
 # characters of the shapes' runs (see obsmem.redact.shapes); the lines of a wrapped token may
-# each be shorter, hence a run made by joining wrapped lines (shapes.wrapped_run) counts too: a
+# each be shorter, hence a run made by joining wrapped lines (wraps.wrapped_run) counts too: a
 # line break alone does not. A base64 blob is a longer run still.
 
 

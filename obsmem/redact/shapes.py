@@ -17,8 +17,7 @@ when a shape fails or stops at the end of a line and the next line is one more r
 characters, the shape is tried on the two joined, and both parts are replaced. The part on the
 first line may be shorter than 20 (an AWS key id cut after 14 characters): a run that ends at a
 line break is searched too when it and the run the next line starts with make 20 together.
-:func:`wrapped_run` tells whether a text holds any run of 20 once its wrap points are joined,
-which every token, wrapped or not, makes.
+Where the wrap points are, and the runs only joined lines make, is :mod:`obsmem.redact.wraps`.
 """
 
 from __future__ import annotations
@@ -29,15 +28,22 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = [
-    "RUN_NEEDLE",
-    "RUN_TABLE",
-    "SHAPE_KINDS",
-    "has_digit",
-    "mixed",
-    "redact_shapes",
-    "wrapped_run",
-]
+from obsmem.redact.wraps import (
+    CONTINUATION,
+    LINE_PART,
+    NEWLINE,
+    RUN_NEEDLE,
+    RUN_TABLE,
+    WRAP_MAX,
+    Span,
+    alternate_joins,
+    cut_prefix,
+    join_all,
+    short_tails,
+    unwrap,
+)
+
+__all__ = ["SHAPE_KINDS", "has_digit", "mixed", "redact_shapes"]
 
 
 def has_digit(value: str) -> bool:
@@ -285,15 +291,6 @@ def _index(width: int) -> dict[str, tuple[_Entry, ...]]:
 _BY_ONE = _index(1)
 # Each two-character key also holds the shapes of its first character alone (one lookup).
 _BY_TWO = {k: v + _BY_ONE.get(k[0], ()) for k, v in _index(2).items()}
-# Runs of token characters are found on a copy of the text where each of them is "a" and every
-# other character a space (one byte per character, so positions carry over): str.find on that
-# is several times faster than any regex over a character class.
-_RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_~.+/=-")
-#: Each byte of an ASCII-encoded text mapped to ``a`` (a token character) or a space.
-RUN_TABLE = bytes(0x61 if i in _RUN_BYTES else 0x20 for i in range(256))
-_RUN_MIN = 20  # no token shape is shorter
-#: What a mapped text holds where it has a run long enough for a token.
-RUN_NEEDLE = b"a" * _RUN_MIN
 _LONG_RUN = 4096
 
 
@@ -320,27 +317,18 @@ def _inner(separators: str, firsts: str) -> re.Pattern[str]:
 _ALNUM = string.ascii_letters + string.digits
 _INNER = _inner("./=+", _ALNUM + "_")
 _INNER_LONG = _inner(".=", _ALNUM)
-# A line that may continue a wrapped token: indentation, then only token characters.
-# It ends its line, or the JSON string it is in (a JSON-escaped line break before it).
-_CONTINUATION = re.compile(r"[ \t]{0,12}([A-Za-z0-9_+/=.~\-]{4,4000})[ \t]*(?=\r?\n|\\n|$|\")")
-_NEWLINE = re.compile(r"\r?\n|\\n")
-# The part of a wrapped token on its first line: bounded, so a long run costs no rescans.
-_LINE_PART = re.compile(r"[^ \t\r\n\\\"'`]*")
-_WRAP_MAX = 400
-
-Span = tuple[int, int, str]
 
 
 def _wrapped(
     text: str, pos: int, prefix: str, body: re.Pattern[str], shape: _Shape, whole: bool
 ) -> list[Span] | None:
     """The two parts of a token at ``pos`` that goes on at the start of the next line."""
-    first = _LINE_PART.match(text, pos, pos + _WRAP_MAX)
+    first = LINE_PART.match(text, pos, pos + WRAP_MAX)
     line_end = first.end() if first is not None else pos
-    nl = _NEWLINE.match(text, line_end)
+    nl = NEWLINE.match(text, line_end)
     if nl is None:
         return None
-    cont = _CONTINUATION.match(text, nl.end())
+    cont = CONTINUATION.match(text, nl.end())
     if cont is None:
         return None
     more = cont.group(1)
@@ -348,7 +336,7 @@ def _wrapped(
         return None  # the token was whole already; a plain word on the next line is no part
     joined = text[pos:line_end] + more
     if not joined.startswith(prefix):
-        return None  # a prefix cut by the break (see _cut_prefix) must go on after it
+        return None  # a prefix cut by the break (see cut_prefix) must go on after it
     m = body.match(joined, len(prefix))
     if m is None or m.end() <= line_end - pos:
         return None
@@ -359,20 +347,6 @@ def _wrapped(
         (pos, line_end, kind),
         (cont.start(1), cont.start(1) + m.end() - (line_end - pos), kind),
     ]
-
-
-def _cut_prefix(text: str, pos: int, prefix: str) -> bool:
-    """Whether the line at ``pos`` ends inside ``prefix`` (``FLWSECK_TEST`` then ``-...``)."""
-    stop = pos + len(prefix) + 1
-    if text.find("\n", pos, stop) == -1 and text.find("\\", pos, stop) == -1:
-        return False  # no line break, real or JSON-escaped, that near: the common case
-    part = _LINE_PART.match(text, pos, pos + len(prefix))
-    end = part.end() if part is not None else pos
-    return (
-        end - pos < len(prefix)
-        and prefix.startswith(text[pos:end])
-        and _NEWLINE.match(text, end) is not None
-    )
 
 
 def _match_at(text: str, pos: int, end: int, wrapped_only: bool = False) -> list[Span] | None:
@@ -386,7 +360,7 @@ def _match_at(text: str, pos: int, end: int, wrapped_only: bool = False) -> list
             return None
     for prefix, body, shape in entries:
         if not text.startswith(prefix, pos):
-            if pos + len(prefix) > end and _cut_prefix(text, pos, prefix):
+            if pos + len(prefix) > end and cut_prefix(text, pos, prefix):
                 parts = _wrapped(text, pos, prefix, body, shape, False)
                 if parts is not None:
                     return parts
@@ -405,47 +379,9 @@ def _match_at(text: str, pos: int, end: int, wrapped_only: bool = False) -> list
     return None
 
 
-# A line break between two runs of token characters: where a wrapped token may be cut. The
-# break is matched before the character ahead of it is checked, so re skips to line breaks.
-_JOINED = r"A-Za-z0-9_+/=.~:|-"
-_WRAP_JOIN = re.compile(
-    rf"(?:\r\n(?<=[{_JOINED}]\r\n)|\n(?<=[{_JOINED}]\n)|\\n(?<=[{_JOINED}]\\n))"
-    rf"[ \t]{{0,12}}(?=[{_JOINED}])"
-)
-
-
-_FLAT_JOIN = re.compile(rf"\n(?<=[{_JOINED}]\n)[ \t]{{0,12}}(?=[{_JOINED}])")
-
-
-def _alternate_joins(text: str) -> list[str]:
-    """``text`` with every other wrap point (:data:`_WRAP_JOIN`) joined, and with the others:
-    a token cut once is joined there while the lines before and after it stay apart, so a shape
-    that ends at a line break (its end is what tells it: ``-us12``, ``_mmk``) is not glued to
-    the next line's word as it is when every wrap point is joined."""
-    parts = _WRAP_JOIN.split(text)
-    if len(parts) <= 2:
-        return []
-    breaks = _WRAP_JOIN.findall(text)
-    variants = []
-    for keep in (0, 1):
-        out = [parts[0]]
-        for j, gap in enumerate(breaks):
-            if j % 2 == keep:
-                out.append(gap)
-            out.append(parts[j + 1])
-        variants.append("".join(out))
-    return variants
-
-
 def _wrapped_gated(text: str, counts: Counter[str]) -> list[Span]:
     """The gated shapes found only once the lines are joined: each wrapped token's parts."""
-    # Every break made a plain one first, so that the join is one regex that starts with its
-    # literal "\n" (re skips to line breaks; the three kinds of break in one pattern make it
-    # try every position). Only the strings found in the join are used, never its positions.
-    flat = text.replace("\r\n", "\n") if "\r" in text else text
-    if "\\n" in flat:
-        flat = flat.replace("\\n", "\n")
-    joined = _FLAT_JOIN.sub("", flat)
+    flat, joined = join_all(text)
     if joined == flat:
         return []
     # A trigger in a partly joined text is in the wholly joined one too (no trigger holds a
@@ -453,7 +389,7 @@ def _wrapped_gated(text: str, counts: Counter[str]) -> list[Span]:
     gated = [entry for entry in _GATED if entry[1] in joined]
     if not gated:
         return []
-    variants = [joined, *_alternate_joins(text)]
+    variants = [joined, *alternate_joins(text)]
     spans: list[Span] = []
     seen: set[str] = set()
     for kind, trigger, pattern, back in gated:
@@ -468,34 +404,12 @@ def _wrapped_gated(text: str, counts: Counter[str]) -> list[Span]:
                 )
                 if secret in text or len(secret) < 12 or secret in seen:
                     continue  # found whole already, or in another join
-                found = _unwrap(text, secret, kind)
+                found = unwrap(text, secret, kind)
                 if found:
                     seen.add(secret)
                     spans.extend(found)
                     counts[kind] += 1
     return spans
-
-
-def _unwrap(text: str, secret: str, kind: str) -> list[Span]:
-    """The spans of ``text`` that ``secret`` is made of once wrap points are skipped."""
-    start = text.find(secret[:8])
-    if start == -1:
-        return []
-    gaps: list[tuple[int, int]] = []
-    pos, i = start, 0
-    while i < len(secret) and pos < len(text):
-        if text[pos] == secret[i]:
-            i, pos = i + 1, pos + 1
-            continue
-        gap = _WRAP_JOIN.match(text, pos)
-        if gap is None:
-            break
-        gaps.append(gap.span())
-        pos = gap.end()
-    if i < len(secret):
-        return []
-    bounds = [start, *[b for gap_span in gaps for b in gap_span], pos]
-    return [(bounds[j], bounds[j + 1], kind) for j in range(0, len(bounds), 2)]
 
 
 def _judge(shape: _Shape, token: str) -> str | None:
@@ -519,91 +433,6 @@ def _runs(text: str, mask: bytes) -> list[tuple[int, int]]:
         found.append((start, end))
         at = mask.find(RUN_NEEDLE, end)
     return found
-
-
-# A line break a wrapped token may be cut at (as _wrapped and _NEWLINE take it: real, CRLF or
-# JSON-escaped, nothing after the first part, up to 12 blanks before the second), after a run
-# shorter than 20. Each pattern starts with its break, so re skips to line breaks.
-_R = "A-Za-z0-9_~.+/=\\-"
-
-
-def _tail_pattern(brk: str) -> re.Pattern[str]:
-    """The wrap points at the break ``brk`` (a regex of literals, matched first) after a run
-    shorter than 20, where one of the two runs has 10 (of two parts that make 20, one has): that
-    rules out most breaks of prose and code, and the sum is told exactly afterwards. The
-    cheapest tests go first: a token character on each side."""
-    return re.compile(
-        rf"{brk}(?=[ \t]{{0,12}}[{_R}])(?<=[{_R}]{brk})"
-        rf"(?:(?<=[{_R}]{{10}}{brk})|(?=[ \t]{{0,12}}[{_R}]{{10}}))(?<![{_R}]{{{_RUN_MIN}}}{brk})"
-    )
-
-
-# Each kind of break on its own (one pattern for all three is several times slower), searched
-# only in a text that holds it.
-_TAIL_SEARCHES = (
-    (_tail_pattern(r"\n"), "\n"),
-    (_tail_pattern(r"\r\n"), "\r\n"),
-    (_tail_pattern(r"\\n"), "\\n"),
-)
-
-
-def _short_tails(text: str, mask: bytes) -> list[tuple[int, int]]:
-    """The runs shorter than 20 that end at a wrap point and make 20 with the run the next line
-    starts with: where the first part of a wrapped token may be (``mask`` as for _runs)."""
-    found: list[tuple[int, int]] = []
-    for pattern, needle in _TAIL_SEARCHES:
-        if needle not in text:
-            continue
-        m = pattern.search(text)  # most texts have none: no iterator made for them
-        while m is not None:
-            _tail_at(text, mask, m, found)
-            m = pattern.search(text, m.end())
-    if len(found) > 1:
-        found.sort()
-    return found
-
-
-def _tail_at(text: str, mask: bytes, m: re.Match[str], found: list[tuple[int, int]]) -> None:
-    """Add the run that ends at the break ``m`` matched to ``found`` when it and the run the
-    next line starts with make 20."""
-    line_end = m.start()
-    start = mask.rfind(b" ", 0, line_end) + 1
-    if start and text[start - 1] == "\\" and text[start] in "nrt":
-        start += 1  # a JSON-escaped line break: the run starts after it
-    tail = line_end - start
-    # The regex counted the "n" of an escaped break before the run: told exactly here.
-    gap = text[m.end() : m.end() + 13]
-    head_start = m.end() + len(gap) - len(gap.lstrip(" \t"))
-    head_end = mask.find(b" ", head_start, head_start + _RUN_MIN)
-    head = (head_end if head_end != -1 else min(len(mask), head_start + _RUN_MIN)) - head_start
-    if 0 < tail < _RUN_MIN <= tail + head:
-        found.append((start, line_end))
-
-
-#: For :func:`wrapped_run`: each byte mapped to ``a`` (a token character), itself (a line
-#: break), a space (a space or tab) or ``#`` (anything else); a carriage return is dropped.
-_WRAP_TABLE = bytes(
-    0x61 if i in _RUN_BYTES else i if i == 0x0A else 0x20 if i in b" \t" else 0x23
-    for i in range(256)
-)
-# A wrap point in that map: a break between token characters, up to 12 blanks after it. It
-# starts with its literal "\n", so re skips to line breaks.
-_WRAP_GAP = re.compile(rb"\n(?<=a\n) {0,12}(?=a)")
-
-
-def wrapped_run(text: str) -> bool:
-    """Whether ``text`` has a run of 20 token characters once every wrap point is joined (a
-    line break, real or JSON-escaped, right after a token character, the next line going on
-    with one after up to 12 blanks). A token cut by wraps (in two lines, or over many, as the
-    gated search joins them) makes one; a whole token is a run of 20 already, which the caller
-    looks for first (``has_run``). Short lines of prose and code ("import os" / "import sys")
-    have none, and get no run pass."""
-    if "\\n" in text:
-        text = text.replace("\\n", "\n")  # positions no longer matter, only the yes or no
-    if "\n" not in text:
-        return False
-    mask = text.encode("ascii", "replace").translate(_WRAP_TABLE, b"\r")
-    return _WRAP_GAP.sub(b"", mask).find(RUN_NEEDLE) != -1
 
 
 # A key body without its BEGIN/END lines: two or more lines of exactly 64 base64 characters
@@ -682,7 +511,7 @@ def redact_shapes(text: str, counts: Counter[str]) -> list[Span]:
     if spans:
         counts["private-key"] += len(spans)
     # The runs, and the short first parts of wrapped tokens (False: only a wrapped token there).
-    tails = _short_tails(text, mask)
+    tails = short_tails(text, mask)
     searched = [(start, end, False) for start, end in runs]
     if tails:
         searched = sorted(searched + [(start, end, True) for start, end in tails])

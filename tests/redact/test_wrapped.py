@@ -16,7 +16,7 @@ import pytest
 from obsmem.redact import redact, redact_all
 from obsmem.redact.keys import ascii_lower
 from obsmem.redact.look import look
-from obsmem.redact.shapes import wrapped_run
+from obsmem.redact.wraps import wrapped_run
 
 from .secret_kinds import KINDS, Kind
 

@@ -1,0 +1,226 @@
+"""Wrapped tokens: where a line break may cut a token, and the runs that only joined lines make.
+
+Part of :mod:`obsmem.redact` (the token shapes of :mod:`obsmem.redact.shapes` use it). A wrap
+point is a line break (real, CRLF or JSON-escaped ``\\n``) right after a token character, the
+next line going on with one after up to 12 blanks: a terminal's width or a wrapped paste cuts a
+token there. Every token is a run of 20 token characters; cut by wraps, only its parts joined
+make that run.
+
+- :func:`wrapped_run`: whether joining every wrap point makes a run of 20 (what the look and
+  the shape pass ask of a multi-line text without a run: short lines of prose and code have
+  none, so they get no run pass);
+- :func:`short_tails`: the runs shorter than 20 that end at a wrap point and make 20 with the
+  next line's run, where the first part of a token cut into two short parts may be;
+- :func:`join_all`, :func:`alternate_joins`, :func:`unwrap`: the joins the gated shapes are
+  searched in, and the parts of a secret found in one.
+
+Each regex starts with its break, so ``re`` skips to line breaks rather than trying every
+position of a text.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "CONTINUATION",
+    "LINE_PART",
+    "NEWLINE",
+    "RUN_BYTES",
+    "RUN_MIN",
+    "RUN_NEEDLE",
+    "RUN_TABLE",
+    "WRAP_JOIN",
+    "WRAP_MAX",
+    "Span",
+    "alternate_joins",
+    "cut_prefix",
+    "join_all",
+    "short_tails",
+    "unwrap",
+    "wrapped_run",
+]
+
+Span = tuple[int, int, str]
+
+# Runs of token characters are found on a copy of the text where each of them is "a" and every
+# other character a space (one byte per character, so positions carry over): str.find on that
+# is several times faster than any regex over a character class.
+RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_~.+/=-")
+#: Each byte of an ASCII-encoded text mapped to ``a`` (a token character) or a space.
+RUN_TABLE = bytes(0x61 if i in RUN_BYTES else 0x20 for i in range(256))
+RUN_MIN = 20  # no token shape is shorter
+#: What a mapped text holds where it has a run long enough for a token.
+RUN_NEEDLE = b"a" * RUN_MIN
+
+# A line that may continue a wrapped token: indentation, then only token characters.
+# It ends its line, or the JSON string it is in (a JSON-escaped line break before it).
+CONTINUATION = re.compile(r"[ \t]{0,12}([A-Za-z0-9_+/=.~\-]{4,4000})[ \t]*(?=\r?\n|\\n|$|\")")
+NEWLINE = re.compile(r"\r?\n|\\n")
+# The part of a wrapped token on its first line: bounded, so a long run costs no rescans.
+LINE_PART = re.compile(r"[^ \t\r\n\\\"'`]*")
+WRAP_MAX = 400
+
+
+def cut_prefix(text: str, pos: int, prefix: str) -> bool:
+    """Whether the line at ``pos`` ends inside ``prefix`` (``FLWSECK_TEST`` then ``-...``)."""
+    stop = pos + len(prefix) + 1
+    if text.find("\n", pos, stop) == -1 and text.find("\\", pos, stop) == -1:
+        return False  # no line break, real or JSON-escaped, that near: the common case
+    part = LINE_PART.match(text, pos, pos + len(prefix))
+    end = part.end() if part is not None else pos
+    return (
+        end - pos < len(prefix)
+        and prefix.startswith(text[pos:end])
+        and NEWLINE.match(text, end) is not None
+    )
+
+
+# A line break between two runs of token characters: where a wrapped token may be cut. The
+# break is matched before the character ahead of it is checked, so re skips to line breaks.
+_JOINED = r"A-Za-z0-9_+/=.~:|-"
+WRAP_JOIN = re.compile(
+    rf"(?:\r\n(?<=[{_JOINED}]\r\n)|\n(?<=[{_JOINED}]\n)|\\n(?<=[{_JOINED}]\\n))"
+    rf"[ \t]{{0,12}}(?=[{_JOINED}])"
+)
+
+
+_FLAT_JOIN = re.compile(rf"\n(?<=[{_JOINED}]\n)[ \t]{{0,12}}(?=[{_JOINED}])")
+
+
+def alternate_joins(text: str) -> list[str]:
+    """``text`` with every other wrap point (:data:`WRAP_JOIN`) joined, and with the others:
+    a token cut once is joined there while the lines before and after it stay apart, so a shape
+    that ends at a line break (its end is what tells it: ``-us12``, ``_mmk``) is not glued to
+    the next line's word as it is when every wrap point is joined."""
+    parts = WRAP_JOIN.split(text)
+    if len(parts) <= 2:
+        return []
+    breaks = WRAP_JOIN.findall(text)
+    variants = []
+    for keep in (0, 1):
+        out = [parts[0]]
+        for j, gap in enumerate(breaks):
+            if j % 2 == keep:
+                out.append(gap)
+            out.append(parts[j + 1])
+        variants.append("".join(out))
+    return variants
+
+
+def join_all(text: str) -> tuple[str, str]:
+    """``text`` with every break a plain one, and that with every wrap point joined. Every
+    break is made a plain one first so that the join is one regex that starts with its literal
+    ``"\\n"`` (the three kinds of break in one pattern make ``re`` try every position). Only
+    the strings found in the join are of use, never its positions."""
+    flat = text.replace("\r\n", "\n") if "\r" in text else text
+    if "\\n" in flat:
+        flat = flat.replace("\\n", "\n")
+    return flat, _FLAT_JOIN.sub("", flat)
+
+
+def unwrap(text: str, secret: str, kind: str) -> list[Span]:
+    """The spans of ``text`` that ``secret`` is made of once wrap points are skipped."""
+    start = text.find(secret[:8])
+    if start == -1:
+        return []
+    gaps: list[tuple[int, int]] = []
+    pos, i = start, 0
+    while i < len(secret) and pos < len(text):
+        if text[pos] == secret[i]:
+            i, pos = i + 1, pos + 1
+            continue
+        gap = WRAP_JOIN.match(text, pos)
+        if gap is None:
+            break
+        gaps.append(gap.span())
+        pos = gap.end()
+    if i < len(secret):
+        return []
+    bounds = [start, *[b for gap_span in gaps for b in gap_span], pos]
+    return [(bounds[j], bounds[j + 1], kind) for j in range(0, len(bounds), 2)]
+
+
+# A line break a wrapped token may be cut at (as _wrapped and NEWLINE take it: real, CRLF or
+# JSON-escaped, nothing after the first part, up to 12 blanks before the second), after a run
+# shorter than 20. Each pattern starts with its break, so re skips to line breaks.
+_R = "A-Za-z0-9_~.+/=\\-"
+
+
+def _tail_pattern(brk: str) -> re.Pattern[str]:
+    """The wrap points at the break ``brk`` (a regex of literals, matched first) after a run
+    shorter than 20, where one of the two runs has 10 (of two parts that make 20, one has): that
+    rules out most breaks of prose and code, and the sum is told exactly afterwards. The
+    cheapest tests go first: a token character on each side."""
+    return re.compile(
+        rf"{brk}(?=[ \t]{{0,12}}[{_R}])(?<=[{_R}]{brk})"
+        rf"(?:(?<=[{_R}]{{10}}{brk})|(?=[ \t]{{0,12}}[{_R}]{{10}}))(?<![{_R}]{{{RUN_MIN}}}{brk})"
+    )
+
+
+# Each kind of break on its own (one pattern for all three is several times slower), searched
+# only in a text that holds it.
+_TAIL_SEARCHES = (
+    (_tail_pattern(r"\n"), "\n"),
+    (_tail_pattern(r"\r\n"), "\r\n"),
+    (_tail_pattern(r"\\n"), "\\n"),
+)
+
+
+def short_tails(text: str, mask: bytes) -> list[tuple[int, int]]:
+    """The runs shorter than 20 that end at a wrap point and make 20 with the run the next line
+    starts with: where the first part of a wrapped token may be (``mask`` as for _runs)."""
+    found: list[tuple[int, int]] = []
+    for pattern, needle in _TAIL_SEARCHES:
+        if needle not in text:
+            continue
+        m = pattern.search(text)  # most texts have none: no iterator made for them
+        while m is not None:
+            _tail_at(text, mask, m, found)
+            m = pattern.search(text, m.end())
+    if len(found) > 1:
+        found.sort()
+    return found
+
+
+def _tail_at(text: str, mask: bytes, m: re.Match[str], found: list[tuple[int, int]]) -> None:
+    """Add the run that ends at the break ``m`` matched to ``found`` when it and the run the
+    next line starts with make 20."""
+    line_end = m.start()
+    start = mask.rfind(b" ", 0, line_end) + 1
+    if start and text[start - 1] == "\\" and text[start] in "nrt":
+        start += 1  # a JSON-escaped line break: the run starts after it
+    tail = line_end - start
+    # The regex counted the "n" of an escaped break before the run: told exactly here.
+    gap = text[m.end() : m.end() + 13]
+    head_start = m.end() + len(gap) - len(gap.lstrip(" \t"))
+    head_end = mask.find(b" ", head_start, head_start + RUN_MIN)
+    head = (head_end if head_end != -1 else min(len(mask), head_start + RUN_MIN)) - head_start
+    if 0 < tail < RUN_MIN <= tail + head:
+        found.append((start, line_end))
+
+
+#: For :func:`wrapped_run`: each byte mapped to ``a`` (a token character), itself (a line
+#: break), a space (a space or tab) or ``#`` (anything else); a carriage return is dropped.
+_WRAP_TABLE = bytes(
+    0x61 if i in RUN_BYTES else i if i == 0x0A else 0x20 if i in b" \t" else 0x23
+    for i in range(256)
+)
+# A wrap point in that map: a break between token characters, up to 12 blanks after it. It
+# starts with its literal "\n", so re skips to line breaks.
+_WRAP_GAP = re.compile(rb"\n(?<=a\n) {0,12}(?=a)")
+
+
+def wrapped_run(text: str) -> bool:
+    """Whether ``text`` has a run of 20 token characters once every wrap point is joined (a
+    line break, real or JSON-escaped, right after a token character, the next line going on
+    with one after up to 12 blanks). A token cut by wraps (in two lines, or over many, as the
+    gated search joins them) makes one; a whole token is a run of 20 already, which the caller
+    looks for first (``has_run``). Short lines of prose and code ("import os" / "import sys")
+    have none, and get no run pass."""
+    if "\\n" in text:
+        text = text.replace("\\n", "\n")  # positions no longer matter, only the yes or no
+    if "\n" not in text:
+        return False
+    mask = text.encode("ascii", "replace").translate(_WRAP_TABLE, b"\r")
+    return _WRAP_GAP.sub(b"", mask).find(RUN_NEEDLE) != -1
