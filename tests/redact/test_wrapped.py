@@ -10,12 +10,16 @@ in: a sentence, an indented continuation, an ``.env`` value, CRLF line ends and 
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from obsmem.redact import redact, redact_all
 from obsmem.redact.keys import ascii_lower
-from obsmem.redact.look import look
+from obsmem.redact.look import has_run, look
+from obsmem.redact.shapes import redact_shapes
 from obsmem.redact.wraps import wrapped_run
 
 from .secret_kinds import KINDS, Kind
@@ -158,3 +162,33 @@ def test_a_firebase_key_wrapped_into_lines_shorter_than_ten_is_redacted() -> Non
     text = "AAAA0123\n456:APA91b\n" + "abcd1fgh\n" * 14
     out = redact(text)
     assert "abcd1fgh" not in out and "APA91b" not in out
+
+
+# Lines that are halves of wrapped tokens (two make one), and others.
+_PARTS = st.sampled_from(
+    [
+        "AKIAQ7XK2M9PL4", "RT8VWZ", "KEY=AKIAQ7XK2M", "9PL4RT8VWZ", "FLWSECK_TEST",
+        "-3bd824257519", "ghp_a1B2c3D4e5F6", "g7H8i9J0k1L2m3N4o5P6", "AAAA0123", "456:APA91b",
+        "abcd1fgh", "ccd5f23abf1be50cf7d0", "f83dbe59280b-us12", "import os", "x: 1",
+    ]
+)  # fmt: skip
+_LINE = st.tuples(st.sampled_from(["", "", " ", "\t", " " * 13]), _PARTS)
+_BREAK = st.sampled_from(["\n", "\r\n", "\\n", " \n"])
+
+
+@st.composite
+def _lines(draw: st.DrawFn) -> str:
+    lines = draw(st.lists(_LINE, min_size=1, max_size=6))
+    text = ""
+    for indent, part in lines:
+        text += (draw(_BREAK) if text else "") + indent + part
+    return text
+
+
+@settings(max_examples=500, deadline=None)
+@given(_lines())
+def test_a_text_the_gate_turns_away_holds_no_shape(text: str) -> None:
+    # What the look and the shape pass skip (no run, whole or wrapped) the shapes would not
+    # have found anything in: the token shapes, the gated ones and their wrapped forms.
+    if not has_run(text) and not wrapped_run(text):
+        assert redact_shapes(text, Counter()) == []
