@@ -12,10 +12,12 @@ import shlex
 from typing import Any
 
 from obsmem.sources.jsonl import loads_text
-from obsmem.sources.outcomes import short
+from obsmem.sources.outcomes import LINE_CHARS, short
 
 __all__ = [
+    "action_line",
     "call_detail",
+    "call_summary",
     "command_text",
     "content_text",
     "parse_args",
@@ -134,6 +136,16 @@ def _detail_value(value: object, cwd: str | None) -> str:
 
 def call_detail(args: dict[str, Any], cwd: str | None = None) -> str:
     """What a call with these arguments was about, in a few words (its most telling argument)."""
+    return call_summary(args, cwd)[0]
+
+
+def call_summary(args: dict[str, Any], cwd: str | None = None) -> tuple[str, bool]:
+    """``call_detail(args, cwd)``, and whether it is one line as ``short`` leaves it (or empty).
+
+    A detail made by ``short`` needs no second ``short`` once a plain tool name is put before it
+    (see ``action_line``); one made of the arguments' ``key=value`` pairs may hold a key's
+    spaces or line breaks.
+    """
     for key in _DETAIL_KEYS:
         if key in args:
             detail = _detail_value(args[key], cwd)
@@ -141,11 +153,24 @@ def call_detail(args: dict[str, Any], cwd: str | None = None) -> str:
                 where = args.get("path") if key in ("pattern", "query") else None
                 if isinstance(where, str) and where.strip():
                     detail += f" in {relative(where.strip(), cwd)}"  # a search says where too
-                return short(detail)
+                return short(detail), True
     parts: list[str] = []
     for key, value in args.items():
         if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value):
             parts.append(f"{key}={short(str(value), 60)}")
             if len(parts) == 3:
                 break
-    return ", ".join(parts)
+    return ", ".join(parts), not parts
+
+
+def action_line(name: str, detail: str, one_line: bool, plain_name: bool) -> str:
+    """``short(f"{name}: {detail}" if detail else name)``, the action line of a call.
+
+    ``one_line`` says ``detail`` is ``short``'s own output or empty (``call_summary``), and
+    ``plain_name`` that ``name`` holds no whitespace (``name.split() == [name]``): then the line
+    is already what ``short`` would make of it when it is not too long, and is not made again.
+    """
+    text = f"{name}: {detail}" if detail else name
+    if one_line and plain_name and len(text) <= LINE_CHARS:
+        return text
+    return short(text)

@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from obsmem.sources.calls import call_detail, content_text, parse_args
+from obsmem.sources.calls import action_line, call_summary, content_text, parse_args
 from obsmem.sources.jsonl import Line, Records, head_records, loads_text, paused_gc
 from obsmem.sources.model import ReadResult, Turn
 from obsmem.sources.normalise import clip, file_time, iso_utc, project_of
@@ -134,6 +134,7 @@ class _Session:
         # only when a result needs it (most results are routine).
         self.calls: dict[str, tuple[str, str, str | None]] = {}
         self.shells: dict[str, tuple[Turn, str]] = {}  # call id -> its action, its command
+        self._plain_names: dict[str, bool] = {}  # tool name -> it holds no whitespace
         self._file_time: str | None = None
         self._file_time_known = False
         self._source = str(path)
@@ -157,10 +158,8 @@ class _Session:
                 self.cwd = value
                 self.project = project_of(value)
 
-    def _time(self, value: object) -> str | None:
-        found = _time(value) if value is not None else None
-        if found or self.timestamp:
-            return found or self.timestamp
+    def _last_resort_time(self) -> str | None:
+        """The file's modification time, looked up once (for turns without any other time)."""
         if not self._file_time_known:
             self._file_time, self._file_time_known = file_time(self.path), True
         return self._file_time
@@ -171,7 +170,11 @@ class _Session:
         if not text:
             return False
         if record is not self._stamp_of:
-            self._stamp_of, self._stamp = record, self._time(record.get("timestamp"))
+            # The message's own time, else the session's, else the file's.
+            value = record.get("timestamp")
+            found = _time(value) if value is not None else None
+            self._stamp_of = record
+            self._stamp = found or self.timestamp or self._last_resort_time()
         number = line.number
         # Positional: keyword arguments cost more, at one Turn for most lines.
         self.turns.append(
@@ -238,7 +241,7 @@ class _Session:
             name = function.get("name")
             name = name if isinstance(name, str) and name else "tool"
             args = parse_args(function.get("arguments"))
-            detail = call_detail(args, self.cwd)
+            detail, one_line = call_summary(args, self.cwd)
             command = None
             if name in _SHELL_TOOLS:
                 value = args.get("command", args.get("cmd"))
@@ -246,7 +249,10 @@ class _Session:
             call_id = call.get("id") or call.get("call_id")
             if isinstance(call_id, str) and call_id:
                 self.calls[call_id] = (name, detail, command)
-            text = short(f"{name}: {detail}" if detail else name)
+            plain = self._plain_names.get(name)
+            if plain is None:  # a session calls the same few tools again and again
+                plain = self._plain_names[name] = name.split() == [name]
+            text = action_line(name, detail, one_line, plain)
             added = self._turn("action", text, line, record)
             if added and command and isinstance(call_id, str) and not shows_content(command):
                 self.shells[call_id] = (self.turns[-1], command)  # its result may say more
@@ -258,19 +264,20 @@ class _Session:
         text = content if isinstance(content, str) else content_text(content)
         stripped = text.lstrip()
         if stripped[:1] == "{" and len(stripped) <= _QUICK_LOOK_CHARS and _routine_json(stripped):
-            # Most results: routine, known before looking up the call they answer.
-            self._excerpt(record, text)
+            # Most results: routine, known before looking up the call they answer; only a shell
+            # call still waiting for its result can take an excerpt.
+            if self.shells:
+                self._excerpt(record, text)
             self.skipped["routine tool output"] += 1
             return
         call_id = record.get("tool_call_id")
         known = self.calls.get(call_id) if isinstance(call_id, str) else None
         name = record.get("name")
         name = name if isinstance(name, str) and name else known[0] if known else "tool"
-        label = short(f"{known[0]} {known[1]}".strip(), LABEL_CHARS) if known else name
-        command = known[2] if known else None
-        outcome = _outcome(name, label, command, text, stripped)
+        outcome = _outcome(name, known, text, stripped)
         if not (outcome and self._turn("outcome", outcome.strip(), line, record)):
-            self._excerpt(record, text)
+            if self.shells:
+                self._excerpt(record, text)
             self.skipped["routine tool output"] += 1
 
     def _excerpt(self, record: dict[str, Any], text: str) -> None:
@@ -318,9 +325,21 @@ def _routine_json(text: str) -> bool:
     return True
 
 
-def _outcome(name: str, label: str, command: str | None, text: str, stripped: str) -> str | None:
+def _label(name: str, known: tuple[str, str, str | None] | None) -> str:
+    """How an outcome names its call: the call's tool and detail, else the result's tool name.
+
+    Made only for an outcome that quotes it: most results give none, and a shell command's
+    outcome quotes the command.
+    """
+    return short(f"{known[0]} {known[1]}".strip(), LABEL_CHARS) if known else name
+
+
+def _outcome(
+    name: str, known: tuple[str, str, str | None] | None, text: str, stripped: str
+) -> str | None:
     """What a tool result says worth remembering, or None when it is routine.
 
+    ``known`` is the call the result answers (name, detail, command), when it was read.
     ``stripped`` is ``text`` without its leading whitespace, already found not routine by
     :func:`_routine_json` when it is a JSON object.
     """
@@ -332,9 +351,9 @@ def _outcome(name: str, label: str, command: str | None, text: str, stripped: st
             data = None
     if not isinstance(data, dict):
         if stripped.startswith(_ERROR_OPENINGS):
-            return failure_outcome(label, text)
+            return failure_outcome(_label(name, known), text)
         counts = find_test_counts(text) if text else None
-        return f"{label}: {counts}" if counts else None
+        return f"{_label(name, known)}: {counts}" if counts else None
     value = data.get("exit_code", data.get("returncode"))
     code = value if isinstance(value, int) and not isinstance(value, bool) else None
     error = data.get("error") or data.get("stderr")
@@ -342,14 +361,15 @@ def _outcome(name: str, label: str, command: str | None, text: str, stripped: st
     output = data.get("output", data.get("stdout", data.get("content", "")))
     output = output if isinstance(output, str) else ""
     if code is not None and (name in _SHELL_TOOLS or code != 0):
-        return command_outcome(command or label, code, output, error)
+        command = known[2] if known else None
+        return command_outcome(command or _label(name, known), code, output, error)
     if error.strip():
-        return failure_outcome(label, error)
+        return failure_outcome(_label(name, known), error)
     if data.get("success") is False:
         message = data.get("message")
-        return failure_outcome(label, message if isinstance(message, str) else output)
+        return failure_outcome(_label(name, known), message if isinstance(message, str) else output)
     counts = find_test_counts(output) if output else None
-    return f"{label}: {counts}" if counts else None
+    return f"{_label(name, known)}: {counts}" if counts else None
 
 
 def _read_header(path: Path, start_offset: int, session: _Session) -> None:
