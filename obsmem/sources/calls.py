@@ -148,7 +148,13 @@ def call_summary(args: dict[str, Any], cwd: str | None = None) -> tuple[str, boo
     """
     for key in _DETAIL_KEYS:
         if key in args:
-            detail = _detail_value(args[key], cwd)
+            value = args[key]
+            if isinstance(value, str):  # most details: _detail_value's first case, without a call
+                detail = value.strip()
+                if cwd and detail[:1] == "/":
+                    detail = relative(detail, cwd)
+            else:
+                detail = _detail_value(value, cwd)
             if detail:
                 where = args.get("path") if key in ("pattern", "query") else None
                 if isinstance(where, str) and where.strip():

@@ -245,7 +245,7 @@ class _Session:
             command = None
             if name in _SHELL_TOOLS:
                 value = args.get("command", args.get("cmd"))
-                command = value.strip() if isinstance(value, str) and value.strip() else None
+                command = (value.strip() or None) if isinstance(value, str) else None
             call_id = call.get("id") or call.get("call_id")
             if isinstance(call_id, str) and call_id:
                 self.calls[call_id] = (name, detail, command)
