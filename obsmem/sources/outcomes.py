@@ -178,7 +178,8 @@ def first_lines(text: str, count: int = ERROR_LINES) -> str:
 
 def _excerpt(text: str, *, errors_first: bool) -> str:
     """The first few lines worth quoting from a failure's output (error lines first if asked)."""
-    head = text[: safe_cut(text, _SCAN_CHARS)]
+    # safe_cut leaves a text within the limit whole: not called for it (most outputs).
+    head = text if len(text) <= _SCAN_CHARS else text[: safe_cut(text, _SCAN_CHARS)]
     # Stripped and filtered by map and filter: no Python-level step per line of a long output.
     lines = list(filter(None, map(str.rstrip, strip_ansi(head).splitlines())))
     if errors_first:
@@ -308,7 +309,7 @@ def result_excerpt(output: str, command: str | None = None) -> str | None:
     """
     if command is not None and shows_content(command):
         return None
-    head = output[: safe_cut(output, _EXCERPT_WINDOW)]
+    head = output if len(output) <= _EXCERPT_WINDOW else output[: safe_cut(output, _EXCERPT_WINDOW)]
     tail = output[len(output) - _EXCERPT_WINDOW :] if len(output) > _EXCERPT_WINDOW else ""
     if tail:
         tail = tail[tail.find("\n") + 1 :]  # whole lines only: the window starts mid-line
