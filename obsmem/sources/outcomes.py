@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from operator import itemgetter
 
 from obsmem.redact import redact, safe_cut
 from obsmem.sources.jsonl import Needles
@@ -61,6 +62,8 @@ _COUNT = re.compile(
     re.IGNORECASE,
 )
 _MAIN_COUNTS = frozenset({"passed", "failed", "passing", "failing"})
+#: The word of a (number, word) count.
+_second = itemgetter(1)
 # Searching tools exit 1 when nothing matched: that is an answer, not a failure.
 _SEARCHERS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "ack"})
 _ERROR_MARKERS = (
@@ -149,7 +152,7 @@ def find_test_counts(output: str) -> str | None:
             if "pass" not in low and "fail" not in low:
                 continue
         counts = [(number, word.lower()) for number, word in _COUNT.findall(line)]
-        if counts and any(word in _MAIN_COUNTS for _, word in counts):
+        if counts and not _MAIN_COUNTS.isdisjoint(map(_second, counts)):
             found.append(counts)
             if len(found) == 2:
                 break
@@ -158,11 +161,10 @@ def find_test_counts(output: str) -> str | None:
     if not found:
         return None
     counts = found[0]
-    if len(found) == 2:  # mocha prints "12 passing" and "1 failing" on two lines
-        words = {word for _, word in counts}
-        if not words & {word for _, word in found[1]}:
-            counts = found[1] + counts
-    return ", ".join(f"{number} {word}" for number, word in counts)
+    # mocha prints "12 passing" and "1 failing" on two lines, with no word in common
+    if len(found) == 2 and set(map(_second, counts)).isdisjoint(map(_second, found[1])):
+        counts = found[1] + counts
+    return ", ".join(map(" ".join, counts))  # "12 passed": number and word, both text
 
 
 def first_lines(text: str, count: int = ERROR_LINES) -> str:
@@ -188,7 +190,10 @@ def _excerpt(text: str, *, errors_first: bool) -> str:
             lines = marked
         elif len(lines) > ERROR_LINES:
             lines = lines[-ERROR_LINES:]  # no error line: the end says most about how it ended
-    picked = [short(line.strip(), 300) for line in lines[:ERROR_LINES]]
+    picked: list[str] = []
+    for line in lines[:ERROR_LINES]:
+        one = " ".join(line.split())  # what short() makes of a line without a line break ...
+        picked.append(one if len(one) <= 300 else short(one, 300))  # ... and cuts it to
     return clip("\n".join(picked), EXCERPT_CHARS)
 
 
