@@ -255,6 +255,20 @@ SPECS: tuple[SettingSpec, ...] = (
         "Hybrid search: weight of the named speaker's centroid ranking in the fusion; 0: off.",
     ),
     SettingSpec(
+        "OM_SEARCH_VOCAB_BRIDGE_WEIGHT",
+        "search_vocab_bridge_weight",
+        _float_range(0.0, 100.0),
+        0.5,
+        "Hybrid search: weight of the category word's vocabulary ranking in the fusion; 0: off.",
+    ),
+    SettingSpec(
+        "OM_SEARCH_VOCAB_MAX_ITEMS",
+        "search_vocab_max_items",
+        _int_range(0, 1_000_000),
+        30_000,
+        "Hybrid search: at most this many vocabulary items are embedded (most frequent first).",
+    ),
+    SettingSpec(
         "OM_SEARCH_WINNER_RATIO",
         "search_winner_ratio",
         _float_range(0.0, 1000.0),
@@ -579,6 +593,8 @@ class Settings:
     search_vector_context_weight: float = 1.0
     search_vector_date_boost: float = 0.25
     search_speaker_centroid_weight: float = 0.15
+    search_vocab_bridge_weight: float = 0.5
+    search_vocab_max_items: int = 30_000
     search_winner_ratio: float = 2.0
     search_importance_boost: float = 0.05
     search_recency_boost: float = 0.05

@@ -167,16 +167,17 @@ def context(agent: str, cwd: str | None, budget: int) -> None:
     click.echo(run_context(agent, cwd=cwd or stdin_cwd(), budget=budget))
 
 
-def _embedding_progress() -> Callable[[int, int], None]:
-    """A ``progress(done, total)`` for embedding: one line on stderr, redrawn on a terminal;
-    elsewhere (a log) the first and the last state only. Silent when nothing is missing."""
+def _embedding_progress(what: str = "entries") -> Callable[[int, int], None]:
+    """A ``progress(done, total)`` for embedding ``what``: one line on stderr, redrawn on a
+    terminal; elsewhere (a log) the first and the last state only. Silent when nothing is
+    missing."""
     tty = sys.stderr.isatty()
     shown = {"started": False}
 
     def show(done: int, total: int) -> None:
         if not shown["started"] and done >= total:
             return
-        text = f"embedding: {done:,} of {total:,} entries have a vector"
+        text = f"embedding: {done:,} of {total:,} {what} have a vector"
         if tty:
             click.echo(f"\r{text}", err=True, nl=done >= total)
         elif not shown["started"] or done >= total:
@@ -206,17 +207,19 @@ def reindex(app: App, embed_only: bool) -> None:
     from obsmem.search.indexing import reindex as reindex_store
 
     model_failures.forget(app.settings)  # asked for now: a model that failed is tried again
-    progress = _embedding_progress()
+    progress, words = _embedding_progress(), _embedding_progress("vocabulary items")
     if embed_only:
-        vectors = embed_index(app.store, app.settings, progress)
+        vectors = embed_index(app.store, app.settings, progress, words)
     else:
-        report, vectors = reindex_store(app.store, app.settings, progress)
+        report, vectors = reindex_store(app.store, app.settings, progress, words)
         click.echo(
             f"indexed {report.entries} entries from {report.files_indexed} file(s) "
             f"into {app.store.index_path}"
         )
     if vectors.model is not None:
         click.echo(f"embedded {vectors.embedded} new text(s) with {vectors.model}")
+        if vectors.words:
+            click.echo(f"embedded {vectors.words} new vocabulary item(s) for the bridge")
     elif embed_only and not vectors.problem:
         click.echo(f"nothing to embed: {vectors.reason}")
     if vectors.problem:

@@ -42,6 +42,13 @@ Version 3:
     ``entries_fts`` with the new column and empties the tables that record what was indexed, so
     the next refresh reindexes every file (the vectors are kept: they are keyed by text).
 
+Version 5:
+
+``vocabulary``
+    The vocabulary of hybrid search's bridge from a question's category word to its instances
+    (``obsmem/search/vocabulary.py``): each content word and frequent two-word phrase of the
+    entries, with its porter stem and its embedding under one model, keyed by item and model.
+
 To change the schema, append a script to ``MIGRATIONS``; never edit one that has shipped.
 """
 
@@ -208,8 +215,21 @@ CREATE INDEX entries_project_date ON entries(project, date);
 CREATE INDEX entries_agent_date ON entries(agent, date);
 """
 
+# Hybrid search's vocabulary bridge (``obsmem/search/vocabulary.py``): each word or phrase of
+# the entries, embedded alone, keyed by the item and the model (like ``vectors``, not by entry).
+_V5 = """
+CREATE TABLE vocabulary (
+    item TEXT NOT NULL,              -- a content word or a two-word phrase, casefolded
+    model TEXT NOT NULL,             -- the embedder's name
+    stem TEXT NOT NULL,              -- its porter stem(s), as FTS5's tokenizer gives them
+    dim INTEGER NOT NULL,
+    vec BLOB NOT NULL,               -- dim little-endian float32 values, unit length
+    PRIMARY KEY (item, model)
+) WITHOUT ROWID;
+"""
+
 #: Ordered schema migrations; migration ``n`` (1-based) brings ``user_version`` from n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 
 #: The schema version this code writes and reads.
 SCHEMA_VERSION = len(MIGRATIONS)

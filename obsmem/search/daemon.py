@@ -359,6 +359,10 @@ class SearchDaemon:
     def _progress(self, done: int, total: int) -> None:
         self.progress.update(embedded=done, total=total)
 
+    def _words_progress(self, done: int, total: int) -> None:
+        # The vocabulary bridge's items, embedded after the entries (indexing.py).
+        self.progress.update(words_embedded=done, words_total=total)
+
     def _embed_loop(self) -> None:
         """Embed what has no vector, again whenever the index may have changed (module doc)."""
         conn: sqlite3.Connection | None = None
@@ -386,6 +390,7 @@ class SearchDaemon:
         the connection to keep and the state it left (a pass with the same state is skipped)."""
         from obsmem.index.db import open_index
         from obsmem.index.stamp import unchanged
+        from obsmem.search.indexing import embed_bridge_vocabulary
         from obsmem.search.vectors import embed_missing
 
         assert self._embedder is not None
@@ -413,6 +418,11 @@ class SearchDaemon:
         count = embed_missing(conn, self._embedder, progress=self._progress, stop=stop)
         if count:
             log(f"embedded {count} entr{'y' if count == 1 else 'ies'}")
+        words = embed_bridge_vocabulary(
+            conn, self._embedder, self.settings, progress=self._words_progress, stop=stop
+        )
+        if words:
+            log(f"embedded {words} vocabulary item{'' if words == 1 else 's'}")
         return conn, (inode, *self._state(conn))
 
     @staticmethod

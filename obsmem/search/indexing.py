@@ -31,10 +31,14 @@ from obsmem.settings import Settings, load_settings
 
 TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from obsmem.search.embeddings import Embedder
     from obsmem.search.vectors import Progress
 
 __all__ = [
     "VectorReport",
+    "embed_bridge_vocabulary",
     "embed_index",
     "index_written",
     "reindex",
@@ -49,13 +53,15 @@ class VectorReport:
 
     ``model`` is the embedder's name, or None when no embedder is configured (``reason`` says
     why); ``embedded`` is how many texts were embedded; ``problem`` is set when an embedder is
-    configured but could not be used (the index itself is fine; searches use BM25 meanwhile).
+    configured but could not be used (the index itself is fine; searches use BM25 meanwhile);
+    ``words`` is how many vocabulary items were embedded (the vocabulary bridge).
     """
 
     model: str | None
     embedded: int = 0
     reason: str = ""
     problem: str = ""
+    words: int = 0
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
@@ -64,16 +70,23 @@ class VectorReport:
             "embedded": self.embedded,
             "reason": self.reason,
             "problem": self.problem,
+            "words": self.words,
         }
 
 
 def update_vectors(
-    conn: sqlite3.Connection, settings: Settings | None = None, progress: Progress | None = None
+    conn: sqlite3.Connection,
+    settings: Settings | None = None,
+    progress: Progress | None = None,
+    words: Progress | None = None,
 ) -> VectorReport:
-    """Embed the entries of an up-to-date index that have no vector under the configured model.
+    """Embed the entries of an up-to-date index that have no vector under the configured model,
+    then, with the vocabulary bridge on, the vocabulary items that have none
+    (``vocabulary.embed_vocabulary``; ``VectorReport.words`` counts them).
 
     ``progress(done, total)`` is called before the first batch and after each one
-    (``vectors.embed_missing``): ``om reindex`` shows it as a line on stderr.
+    (``vectors.embed_missing``), ``words`` the same for the vocabulary: ``om reindex`` shows
+    each as a line on stderr.
 
     Raises ``SettingsError`` when the embedder cannot be loaded, ``ProviderError`` when an
     endpoint fails and ``IndexError_`` when the vectors cannot be stored.
@@ -91,6 +104,7 @@ def update_vectors(
 
     try:
         count = VectorStore(conn, embedder).sync(progress)
+        items = embed_bridge_vocabulary(conn, embedder, settings, words)
     except (OmError, sqlite3.Error):
         raise
     except Exception as exc:  # onnxruntime and numpy raise many kinds; callers expect OmError
@@ -98,20 +112,43 @@ def update_vectors(
         raise SettingsError(
             f"embedding with {embedder.name} failed: {detail}", "see `om doctor`"
         ) from None
-    return VectorReport(embedder.name, count)
+    return VectorReport(embedder.name, count, words=items)
+
+
+def embed_bridge_vocabulary(
+    conn: sqlite3.Connection,
+    embedder: Embedder,
+    settings: Settings,
+    progress: Progress | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> int:
+    """``vocabulary.embed_vocabulary`` when the vocabulary bridge is on (its weight and its item
+    bound above 0); how many items were embedded. Off, nothing is read or embedded."""
+    if settings.search_vocab_bridge_weight <= 0 or settings.search_vocab_max_items <= 0:
+        return 0
+    from obsmem.search.vocabulary import embed_vocabulary
+
+    limit = settings.search_vocab_max_items
+    return embed_vocabulary(conn, embedder, limit, progress=progress, stop=stop)
 
 
 def _guarded(
-    conn: sqlite3.Connection, settings: Settings | None, progress: Progress | None = None
+    conn: sqlite3.Connection,
+    settings: Settings | None,
+    progress: Progress | None = None,
+    words: Progress | None = None,
 ) -> VectorReport:
     try:
-        return update_vectors(conn, settings, progress)
+        return update_vectors(conn, settings, progress, words)
     except OmError as exc:
         return VectorReport(None, problem=str(exc))
 
 
 def embed_index(
-    store: MemoryStore, settings: Settings | None = None, progress: Progress | None = None
+    store: MemoryStore,
+    settings: Settings | None = None,
+    progress: Progress | None = None,
+    words: Progress | None = None,
 ) -> VectorReport:
     """Refresh the index of ``store``, then embed what has no vector (see the module doc).
 
@@ -123,7 +160,7 @@ def embed_index(
 
     def work(conn: sqlite3.Connection) -> VectorReport:
         refresh_index(store, conn)
-        return _guarded(conn, settings, progress)
+        return _guarded(conn, settings, progress, words)
 
     return using_index(store.index_path, work)
 
@@ -162,7 +199,10 @@ def _left_to_daemon(settings: Settings) -> bool:
 
 
 def reindex(
-    store: MemoryStore, settings: Settings | None = None, progress: Progress | None = None
+    store: MemoryStore,
+    settings: Settings | None = None,
+    progress: Progress | None = None,
+    words: Progress | None = None,
 ) -> tuple[RefreshReport, VectorReport]:
     """Rebuild the index of ``store`` from the markdown, then embed what has no vector.
 
@@ -171,7 +211,7 @@ def reindex(
     reported in the ``VectorReport``, not raised.
     """
     report = rebuild(store)
-    vectors = using_index(store.index_path, lambda conn: _guarded(conn, settings, progress))
+    vectors = using_index(store.index_path, lambda conn: _guarded(conn, settings, progress, words))
     return report, vectors
 
 

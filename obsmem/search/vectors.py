@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CANDIDATES",
+    "ENTRIES_SQL",
     "REDUCED_DIMS",
     "TWO_STAGE_FROM",
     "Neighbours",
@@ -75,6 +76,7 @@ __all__ = [
     "top_positions",
     "two_stage_top",
     "with_context",
+    "write_rows",
 ]
 
 #: How many entries on each side of an entry count as its neighbours in the vector ranking.
@@ -93,10 +95,10 @@ CANDIDATES = 1000
 # vectors (evenly spaced): more adds time at every reload, not precision.
 _FIT_ROWS = 25_000
 
-# The entries that get a vector: all but the vault's copies of observations that are indexed
-# where they were written (search shows the original anyway, and the copy would double the
-# embedding work for every observation).
-_ENTRIES_SQL = """
+#: The entries that get a vector (rowid, section, text): all but the vault's copies of
+#: observations that are indexed where they were written (search shows the original anyway,
+#: and the copy would double the embedding work for every observation).
+ENTRIES_SQL = """
 SELECT e.rowid, e.section, e.text FROM entries AS e
 WHERE e.kind != 'vault'
    OR NOT EXISTS (SELECT 1 FROM entries AS p WHERE p.id = e.id AND p.kind != 'vault')
@@ -133,7 +135,7 @@ def count_unembedded(conn: sqlite3.Connection, model: str) -> tuple[int, int]:
                 SELECT 1 FROM vectors AS v
                 WHERE v.hash = om_text_hash(w.section, w.text) AND v.model = ?)), 0),
             count(*)
-            FROM ({_ENTRIES_SQL}) AS w""",
+            FROM ({ENTRIES_SQL}) AS w""",
         (model,),
     ).fetchone()
     return int(missing), int(total)
@@ -163,7 +165,7 @@ def embed_missing(
 
     model = embedder.name
     wanted: dict[str, str] = {}
-    for _, section, text in conn.execute(_ENTRIES_SQL):
+    for _, section, text in conn.execute(ENTRIES_SQL):
         body = embed_text(section, str(text))
         wanted.setdefault(text_hash(body), body)
     stored = {
@@ -189,16 +191,17 @@ def embed_missing(
             (h, model, int(matrix.shape[1]), np.ascontiguousarray(vec, dtype="<f4").tobytes())
             for (h, _), vec in zip(batch, matrix, strict=True)
         ]
-        _write(conn, "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+        write_rows(conn, "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
         embedded += len(batch)
         if progress is not None:
             progress(done + embedded, total)
     if stale:
-        _write(conn, "DELETE FROM vectors WHERE hash = ? AND model = ?", stale)
+        write_rows(conn, "DELETE FROM vectors WHERE hash = ? AND model = ?", stale)
     return embedded
 
 
-def _write(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[object, ...]]) -> None:
+def write_rows(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[object, ...]]) -> None:
+    """Run ``sql`` for each of ``rows`` in one write transaction; ``IndexError_`` if it fails."""
     try:
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany(sql, rows)
@@ -572,7 +575,7 @@ class VectorStore:
 
         rowids: list[int] = []
         hashes: list[str] = []
-        for rowid, section, text in self.conn.execute(_ENTRIES_SQL):
+        for rowid, section, text in self.conn.execute(ENTRIES_SQL):
             rowids.append(int(rowid))
             hashes.append(text_hash(embed_text(section, str(text))))
         vectors = self._load(hashes)

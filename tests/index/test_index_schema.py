@@ -114,7 +114,7 @@ def test_a_version_2_index_is_migrated_and_reindexed(store: MemoryStore) -> None
     _version_2_index(store.index_path, store)
     conn = open_index(store.index_path)
     try:
-        assert schema_version(conn) == SCHEMA_VERSION == 4
+        assert schema_version(conn) == SCHEMA_VERSION == 5
         report = refresh(store, conn)
         assert report.files_indexed == 1  # the migration forgot what had been indexed
         texts = [r[0] for r in conn.execute("SELECT text FROM entries ORDER BY line")]
