@@ -30,7 +30,9 @@ How one query is answered (``hybrid_rows``):
 5. Speaker centroid: when the query names a speaker (the speaker boost's rule), the mean vector
    of that speaker's first fused hits ranks that speaker's entries, and the ranking is fused as
    a third list at ``OM_SEARCH_SPEAKER_CENTROID_WEIGHT`` (``speakers.py``); the winner of step 6
-   is read from BM25 as before.
+   is read from BM25 as before. Vocabulary bridge: when the query has a category word ("What
+   pets ..."), the entries (of the named speaker) holding the vocabulary items nearest that word
+   join as one more list at ``OM_SEARCH_VOCAB_BRIDGE_WEIGHT`` (``bridge.py``; off at 0).
 6. Unambiguous BM25 winner: when BM25's best score is at least ``OM_SEARCH_WINNER_RATIO`` times
    its second best (or it is BM25's only match), an exact keyword hit is the answer, and the
    fusion does not get to demote it: it stays first and the fused order fills the other places.
@@ -63,6 +65,7 @@ from obsmem.search.bm25 import (
     distinct_rows,
     hit_from_row,
 )
+from obsmem.search.bridge import bridge_list
 from obsmem.search.dates import DateSpan, query_dates
 from obsmem.search.speakers import centroid_names, speaker_centroid, speaker_label
 from obsmem.search.vectors import VectorStore, embed_text
@@ -348,11 +351,21 @@ def hybrid_rows(
             else None
         )
         order = fused_order(scores, pinned)
-        third = _centroid_list(conn, embedder, query, order, rows, pool, settings, where)
-        if third:
-            _fetch_rows(conn, rows, third)
-            lists.append(third)
-            weights.append(settings.search_speaker_centroid_weight)
+        # The bridge's list before the centroid's, as the replays sum them (bench/vocab_bridge.py).
+        weight = settings.search_vocab_bridge_weight
+        more = [
+            (_kept(conn, bridge_list(conn, embedder, query, pool, weight), where), weight),
+            (
+                _centroid_list(conn, embedder, query, order, rows, pool, settings, where),
+                settings.search_speaker_centroid_weight,
+            ),
+        ]
+        if any(extra for extra, _ in more):
+            for extra, extra_weight in more:
+                if extra:
+                    _fetch_rows(conn, rows, extra)
+                    lists.append(extra)
+                    weights.append(extra_weight)
             fused = rrf_fuse(lists, weights, settings.search_rrf_k)
             scores = _boosted(fused, rows, settings, day)
             order = fused_order(scores, pinned)
@@ -414,11 +427,15 @@ def _centroid_list(
         return []
     said = [rowid for rowid in order if speaker_label(str(rows[rowid][11])) in names]
     vectors = VectorStore(conn, embedder, settings.search_vector_context_weight)
-    ranked = speaker_centroid(vectors, names, said, pool)
-    if where is not None and ranked:
-        passing = _passing(conn, ranked, *where)
-        ranked = [rowid for rowid in ranked if rowid in passing]
-    return ranked
+    return _kept(conn, speaker_centroid(vectors, names, said, pool), where)
+
+
+def _kept(conn: sqlite3.Connection, ranked: list[int], where: Where | None) -> list[int]:
+    """Those of ``ranked`` that meet ``where`` (all without filters), in their order."""
+    if where is None or not ranked:
+        return ranked
+    passing = _passing(conn, ranked, *where)
+    return [rowid for rowid in ranked if rowid in passing]
 
 
 def _str(value: object) -> str | None:
