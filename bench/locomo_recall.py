@@ -617,6 +617,10 @@ def run_sweep(
         conversation = load_conversation(sample)
         with indexed(conversation, settings[values[0]]) as (store, mapping):
             for value in values:
+                # What a value embeds beyond the first's (the vocabulary bridge's items), as the
+                # background step would under it; nothing when it is the same.
+                if problem := embed_index(store, settings[value]).problem:
+                    raise SystemExit(f"{conversation.sample_id}: {problem}")
                 scored: list[tuple[int, float, float]] = []
                 for question in conversation.questions:
                     hits = search(store, question.text, limit=max(KS), settings=settings[value])

@@ -1,7 +1,7 @@
 """Search latency at 10,000 and 100,000 observations: cold BM25 `om search`, warm hybrid queries.
 
 Usage: python bench/search_latency.py [--sizes 10000,100000] [--queries 50] [--runs 15]
-       [--embed-limit 10000] [--corpus zipf|narrow] [--roles] [--keep DIR] [--json]
+       [--embed-limit 10000] [--corpus zipf|narrow] [--roles] [--category] [--keep DIR] [--json]
 
 For each size, builds a synthetic memory in a temporary directory through the store
 (``search_cold.build``: 500 observations per ``add_observations`` call, forty a day; words as
@@ -25,6 +25,13 @@ measures:
   (``VectorStore.rank_vector`` over ``POOL`` candidates; with ``--roles`` also over the user's
   entries only, as the speaker centroid ranks), each timed on its own (p50 CPU and wall,
   fastest wall).
+
+``--category``: each query is asked as ``what QUERY``, so that its words are a category word
+and the vocabulary bridge runs (``OM_SEARCH_VOCAB_BRIDGE_WEIGHT`` from the environment; 0 for
+the run without it): the vocabulary is stored like the vectors (embedded up to
+``--embed-limit``, random unit vectors above it, ``random_vocabulary``), the first query with a
+category word (which reads the vocabulary and its holders) is timed apart, and the bridge's
+list is one more part.
 
 Vectors: up to ``--embed-limit`` entries, every entry is embedded for real by
 ``VectorStore.sync`` (its time is reported). Above it (embedding 100,000 entries takes many
@@ -59,9 +66,11 @@ from obsmem.index.db import open_index
 from obsmem.index.query import fts_query
 from obsmem.memory.store import MemoryStore
 from obsmem.search import query_index
+from obsmem.search.bridge import bridge_list
 from obsmem.search.embeddings import load_embedder, packaged_model_folder
 from obsmem.search.hybrid import POOL, hybrid_query
 from obsmem.search.vectors import VectorStore, embed_text, text_hash
+from obsmem.search.vocabulary import embed_vocabulary
 from obsmem.settings import load_settings
 
 QUERIES = [
@@ -99,6 +108,27 @@ def random_vectors(conn: sqlite3.Connection, model: str, dim: int, seed: int = 1
         rows.append((h, model, dim, vec.tobytes()))
     conn.execute("BEGIN IMMEDIATE")
     conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+    conn.execute("COMMIT")
+    return len(rows)
+
+
+def random_vocabulary(conn: sqlite3.Connection, model: str, dim: int, limit: int) -> int:
+    """Store a random unit vector for every vocabulary item (``vocabulary.chosen_items``), as
+    ``vocabulary.embed_vocabulary`` would store one; how many."""
+    import numpy as np
+
+    from obsmem.search.vectors import ENTRIES_SQL
+    from obsmem.search.vocabulary import chosen_items, stems
+
+    rng = np.random.default_rng(13)
+    items = chosen_items((str(text) for _, _, text in conn.execute(ENTRIES_SQL)), limit)
+    rows = []
+    for item, stem in zip(items, stems(items), strict=True):
+        vec = rng.standard_normal(dim).astype("<f4")
+        vec /= np.linalg.norm(vec)
+        rows.append((item, model, stem, dim, vec.tobytes()))
+    conn.execute("BEGIN IMMEDIATE")
+    conn.executemany("INSERT OR REPLACE INTO vocabulary VALUES (?, ?, ?, ?, ?)", rows)
     conn.execute("COMMIT")
     return len(rows)
 
@@ -143,6 +173,8 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
     home = root / f"mem-{args.corpus}-{size}{'-roles' if args.roles else ''}"
     store, write_s, index_s = prepare_memory(home, size, args.corpus, args.roles)
     queries = [f"user {q}" for q in QUERIES] if args.roles else QUERIES
+    if args.category:
+        queries = [f"what {q}" for q in queries]
     env = {**os.environ, "OM_HOME": str(home), "OM_SEARCH_BACKEND": "bm25"}
     om = [sys.executable, "-m", "obsmem", "search"]
     cold: list[float] = []
@@ -153,6 +185,7 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
         "OM_HOME": str(home),
         "OM_SEARCH_BACKEND": "hybrid",
         "OM_EMBED_MODEL_PATH": str(model_dir),
+        "OM_SEARCH_VOCAB_BRIDGE_WEIGHT": os.environ.get("OM_SEARCH_VOCAB_BRIDGE_WEIGHT", "0.5"),
     }
     settings = load_settings(hybrid_env)
     embedder = load_embedder(settings)
@@ -169,12 +202,22 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
             vectors = "random unit vectors under VectorStore's keys (not embedded)"
             count = stored or random_vectors(conn, embedder.name, embedder.dim)
         vectors_s = time.perf_counter() - t0
+        items = 0
+        if args.category and settings.search_vocab_bridge_weight > 0:
+            limit = settings.search_vocab_max_items
+            if size <= args.embed_limit:
+                embed_vocabulary(conn, embedder, limit)
+            elif not conn.execute("SELECT 1 FROM vocabulary LIMIT 1").fetchone():
+                random_vocabulary(conn, embedder.name, embedder.dim, limit)
+            items = conn.execute("SELECT count(*) FROM vocabulary").fetchone()[0]
 
         def ask(q: str) -> tuple[float, float]:
             expression = fts_query(q) or ""
             return cpu_and_wall(partial(hybrid_query, conn, q, expression, 10, embedder, settings))
 
         warmup = ask("first query after start")[1]
+        # Reads the vocabulary and which entries hold each item, once per index state.
+        first_category = ask("which deploy failed")[1] if items else None
         warm = [ask(queries[n % len(queries)]) for n in range(args.queries)]
         # The parts of a query, each timed on its own over the same queries.
         store_vectors = VectorStore(conn, embedder)
@@ -186,6 +229,9 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
             parts["embed"].append(cpu_and_wall(partial(embedder.embed, [q])))
             parts["bm25"].append(cpu_and_wall(partial(query_index, conn, expression, 10)))
             parts["vectors"].append(cpu_and_wall(partial(store_vectors.rank_vector, vector, POOL)))
+            if items:
+                bridged = partial(bridge_list, conn, embedder, q, POOL, 1.0)
+                parts.setdefault("bridge", []).append(cpu_and_wall(bridged))
             if args.roles:
                 # The speaker centroid's ranking: one more, over the user's entries only.
                 said = partial(store_vectors.rank_vector, vector, POOL, said_by=["user"])
@@ -209,6 +255,8 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
         "vectors": vectors,
         "vectors_stored": count,
         "vectors_seconds": round(vectors_s, 1),
+        "vocabulary_items": items,
+        "first_category_query_ms": None if first_category is None else round(first_category, 1),
         "warm_hybrid_ms": {
             "warmup": round(warmup, 1),
             "p50": round(pct(wall, 0.5), 1),
@@ -229,6 +277,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--embed-limit", type=int, default=10_000)
     parser.add_argument("--corpus", choices=CORPORA, default="zipf")
+    parser.add_argument(
+        "--category", action="store_true", help="queries as 'what QUERY' (the vocabulary bridge)"
+    )
     parser.add_argument(
         "--roles", action="store_true", help="user: / assistant: texts, queries naming the user"
     )
