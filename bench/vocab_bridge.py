@@ -43,7 +43,6 @@ import argparse
 import itertools
 import json
 import math
-import re
 import sqlite3
 import sys
 import time
@@ -70,41 +69,30 @@ from list_candidates import (
 from locomo_recall import Fold, expand, indexed, load_conversation, render_sweep
 
 from obsmem.index.db import using_index
-from obsmem.index.query import STOPWORDS, query_tokens
+from obsmem.index.query import query_tokens
 from obsmem.search.bm25 import ROW_SQL
+from obsmem.search.bridge import head_words
 from obsmem.search.embeddings import Embedder, resolve_backend
+from obsmem.search.vocabulary import entry_words
+from obsmem.search.vocabulary import stems as vocabulary_stems
 from obsmem.settings import Settings
 
 POOL = 50
 #: A two-word phrase enters the vocabulary when it occurs at least this often.
 PHRASE_MIN = 3
-_WORD = re.compile(r"[^\W\d_]+")
 _TEXT = 11  # the entry's text in a result row
 PROBES = ("activities", "authors", "pets", "hobbies", "instruments", "places", "books")
 
 
 def words_of(text: str) -> list[str]:
-    """The content words of an entry's own text, in order (``None`` marks a dropped word, so
-    phrases never span one)."""
-    body = text.partition(":")[2] if speaker_of(text) else text
-    out = []
-    for match in _WORD.finditer(body.casefold()):
-        word = match.group(0)
-        out.append(word if len(word) > 2 and word not in STOPWORDS else "")
-    return out
+    """The content words of an entry's own text, in order ("" marks a dropped word, so phrases
+    never span one): the product's rule (``vocabulary.entry_words``)."""
+    return entry_words(text)
 
 
 def stems(words: Sequence[str]) -> dict[str, str]:
-    """Each word's porter stem, from an FTS5 table with the index's tokenizer."""
-    conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE VIRTUAL TABLE v USING fts5(w, tokenize='porter unicode61')")
-    conn.execute("CREATE VIRTUAL TABLE vv USING fts5vocab(v, 'instance')")
-    conn.executemany("INSERT INTO v(rowid, w) VALUES (?, ?)", enumerate(words, start=1))
-    found: dict[int, list[str]] = defaultdict(list)
-    for term, doc in conn.execute("SELECT term, doc FROM vv ORDER BY doc, offset"):
-        found[int(doc)].append(str(term))
-    conn.close()
-    return {w: " ".join(found[i]) for i, w in enumerate(words, start=1)}
+    """Each word's porter stem, from FTS5 with the index's tokenizer (``vocabulary.stems``)."""
+    return dict(zip(words, vocabulary_stems(list(words)), strict=True))
 
 
 @dataclass
@@ -188,26 +176,6 @@ class Bridge:
 def content_words(query: str, names: set[str]) -> list[str]:
     """The question's words the bridge expands: its search words, names and short ones left out."""
     return [w for w in query_tokens(query) if w not in names and len(w) > 2 and w.isalpha()]
-
-
-_WH = frozenset(("what", "which"))
-_KIND = frozenset(("kind", "kinds", "type", "types", "sort", "sorts", "of"))
-
-
-def head_words(query: str, names: set[str]) -> list[str]:
-    """The category word(s) of a list question: the content words right after its first "what"
-    or "which" ("kind of" and the like skipped), up to the next stopword; names left out.
-    Empty when the word after it is a stopword ("What did ...", "What is ...")."""
-    words = [m.group(0).casefold() for m in _WORD.finditer(query)]
-    start = next((i + 1 for i, w in enumerate(words) if w in _WH), len(words))
-    out: list[str] = []
-    for word in words[start:]:
-        if word in _KIND and not out:
-            continue
-        if word in STOPWORDS:
-            break
-        out.append(word)
-    return [w for w in out if w not in names and len(w) > 2]
 
 
 def bridge_list(

@@ -41,10 +41,18 @@ def test_status_counts_vectors_before_and_after_reindex_embed(home: Path) -> Non
     assert code == 0
     assert "indexed" not in out  # no rebuild
     assert f"embedded {total} new text(s) with sentence-transformers/all-MiniLM-L6-v2" in out
-    assert err.splitlines() == [
+    lines = err.splitlines()
+    assert lines[:2] == [
         f"embedding: 0 of {total:,} entries have a vector",
         f"embedding: {total:,} of {total:,} entries have a vector",
     ]
+    # Then the vocabulary bridge's items (on by default), counted apart.
+    items = int(lines[2].split(" of ")[1].split()[0].replace(",", ""))
+    assert items > 0 and lines[2:] == [
+        f"embedding: 0 of {items:,} vocabulary items have a vector",
+        f"embedding: {items:,} of {items:,} vocabulary items have a vector",
+    ]
+    assert f"embedded {items} new vocabulary item(s) for the bridge" in out
     code, out, _ = run("status")
     assert f"vectors           {total:,} of {total:,} embedded" in out
     code, out, err = run("reindex", "--embed")

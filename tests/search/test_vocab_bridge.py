@@ -12,6 +12,8 @@ added after the vocabulary was built.
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 from collections.abc import Sequence
 from datetime import date as Date
 from pathlib import Path
@@ -368,3 +370,22 @@ def test_in_a_coding_session_the_bridge_reaches_tool_words_and_leaves_role_quest
     # "What did the user ask" has no category word: the same as without the bridge.
     query = "what did the user ask about the parser"
     assert _search(store, query, embedder, 1.0) == _search(store, query, embedder, 0.0)
+
+
+def test_a_bm25_search_never_loads_the_vocabulary(tmp_path: Path) -> None:
+    store = _store(tmp_path, ["Audrey: my dog barks"])
+    home = str(tmp_path / "mem")
+    code = (
+        "import sys\n"
+        "from obsmem.memory.store import MemoryStore\n"
+        "from obsmem.search import search\n"
+        "from obsmem.settings import load_settings\n"
+        f"env = {{'OM_HOME': {home!r}, 'OM_SEARCH_BACKEND': 'bm25'}}\n"
+        "hits = search(MemoryStore(environ=env), 'What pets does Audrey have?',"
+        " settings=load_settings(env))\n"
+        "assert hits, 'nothing found'\n"
+        "loaded = {'numpy', 'obsmem.search.vocabulary'} & set(sys.modules)\n"
+        "assert not loaded, loaded\n"
+    )
+    assert store.home.is_dir()
+    subprocess.run([sys.executable, "-c", code], check=True)
