@@ -553,8 +553,10 @@ def run(data: list[dict[str, Any]], settings: Settings, check: bool) -> dict[str
 def hybrid_settings(cache: Path) -> Iterator[Settings]:
     """The settings of hybrid search (the environment's, backend hybrid), with the embedding
     cache in ``cache`` and, unless ``OM_EMBED_MODEL_PATH`` names one, the packaged model
-    assembled in a temporary folder for as long as the block runs."""
-    env = dict(os.environ, OM_SEARCH_BACKEND="hybrid")
+    assembled in a temporary folder for as long as the block runs. The vocabulary bridge is
+    off (``OM_SEARCH_VOCAB_BRIDGE_WEIGHT`` 0): the replays fuse the lists they rebuild, and
+    ``vocab_bridge.py`` rebuilds the bridge's own; so no vocabulary is embedded either."""
+    env = dict(os.environ, OM_SEARCH_BACKEND="hybrid", OM_SEARCH_VOCAB_BRIDGE_WEIGHT="0")
     with contextlib.ExitStack() as stack:
         model_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="om-model-"))
         stack.enter_context(embed_cache(cache))

@@ -37,6 +37,15 @@ from tests.search.daemon_setup import (
 )
 
 
+def _pass_done(progress: dict[str, object]) -> bool:
+    """A daemon's embedding pass over: the 3 entries and every vocabulary item embedded."""
+    return (
+        progress.get("running") is False
+        and progress.get("embedded") == 3
+        and progress.get("words_embedded") == progress.get("words_total") is not None
+    )
+
+
 def test_the_first_search_starts_the_daemon_and_the_next_gets_hybrid_results(
     memory: MemoryStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -47,10 +56,18 @@ def test_the_first_search_starts_the_daemon_and_the_next_gets_hybrid_results(
     assert json.loads(out) == []  # BM25: no word of the query is in the memory
     try:
         status = until(
-            lambda: (s := daemon_status(memory)) and s["vectors"]["embedded"] == 3 and s,
+            lambda: (s := daemon_status(memory)) and _pass_done(s["vectors"]) and s,
             "the started daemon embedding the memory",
         )
-        assert status["vectors"] == {"embedded": 3, "total": 3, "running": False}
+        # The entries, then the vocabulary bridge's items (on by default), in one pass.
+        words = status["vectors"]["words_total"]
+        assert words > 0 and status["vectors"] == {
+            "embedded": 3,
+            "total": 3,
+            "running": False,
+            "words_embedded": words,
+            "words_total": words,
+        }
         assert status["pid"] != os.getpid()
         assert search_main(["--json", SEMANTIC_QUERY]) == 0
         out, err = capsys.readouterr()
@@ -312,12 +329,17 @@ def test_status_reports_a_running_daemon_and_its_progress(memory: MemoryStore) -
     from obsmem.status import collect_status
 
     with daemon_thread(memory) as daemon:
-        until(lambda: daemon.progress["embedded"] == 3, "the background embedding")
+        until(lambda: _pass_done(daemon.progress), "the background embedding")
         report = collect_status(memory, load_settings())
         assert report.search["embedded"] == 3 and report.search["total"] == 3
         daemon_part = report.search["daemon"]
         assert daemon_part["running"] is True and daemon_part["pid"] == os.getpid()
-        assert daemon_part["vectors"] == {"embedded": 3, "total": 3, "running": False}
+        vectors = daemon_part["vectors"]
+        assert {k: vectors[k] for k in ("embedded", "total", "running")} == {
+            "embedded": 3,
+            "total": 3,
+            "running": False,
+        }
         daemon.progress.update(running=True, embedded=1)  # as seen in the middle of a pass
         shown = render_status(collect_status(memory, load_settings()))
         assert f"search daemon     running (pid {os.getpid()}), embedding (1 of 3)" in shown

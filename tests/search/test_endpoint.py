@@ -84,7 +84,10 @@ def test_index_update_embeds_in_batches_and_search_embeds_only_the_query(
     store: MemoryStore, fake_llm: FakeLLMServer, env: dict[str, str]
 ) -> None:
     _memory(store)
-    settings = load_settings({**env, "OM_EMBED_BATCH_SIZE": "2"})
+    # The vocabulary bridge off: its items would be embedded through the endpoint too.
+    settings = load_settings(
+        {**env, "OM_EMBED_BATCH_SIZE": "2", "OM_SEARCH_VOCAB_BRIDGE_WEIGHT": "0"}
+    )
     report = embed_index(store, settings)
     name = endpoint_name(MODEL, fake_llm.base_url_openai)
     assert (report.model, report.embedded, report.problem) == (name, 5, "")
