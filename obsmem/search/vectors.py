@@ -68,6 +68,7 @@ __all__ = [
     "VectorStore",
     "clear_cache",
     "count_unembedded",
+    "embed_in_batches",
     "embed_missing",
     "embed_text",
     "neighbour_positions",
@@ -178,25 +179,56 @@ def embed_missing(
     dim = embedder.dim if stored else 0
     missing = [(h, body) for h, body in wanted.items() if h not in stored or stored[h] != dim]
     stale = [(h, model) for h in stored if h not in wanted]
-    total, done = len(wanted), len(wanted) - len(missing)
+    keys = [h for h, _ in missing]
+
+    def rows(start: int, matrix: npt.NDArray[np.float32]) -> list[tuple[object, ...]]:
+        return [
+            (h, model, int(matrix.shape[1]), np.ascontiguousarray(vec, dtype="<f4").tobytes())
+            for h, vec in zip(keys[start : start + len(matrix)], matrix, strict=True)
+        ]
+
+    embedded = embed_in_batches(
+        conn,
+        embedder,
+        [body for _, body in missing],
+        rows,
+        "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
+        total=len(wanted),
+        progress=progress,
+        stop=stop,
+    )
+    if stale:
+        write_rows(conn, "DELETE FROM vectors WHERE hash = ? AND model = ?", stale)
+    return embedded
+
+
+def embed_in_batches(
+    conn: sqlite3.Connection,
+    embedder: Embedder,
+    texts: Sequence[str],
+    rows: Callable[[int, npt.NDArray[np.float32]], list[tuple[object, ...]]],
+    sql: str,
+    *,
+    total: int,
+    progress: Progress | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> int:
+    """Embed ``texts`` ``_BATCH`` at a time, each batch stored by ``sql`` over ``rows(start,
+    matrix)`` (the batch's first index in ``texts``, its vectors) in a transaction of its own;
+    how many were embedded. ``progress(done, total)`` counts from ``total - len(texts)``,
+    before the first batch and after each; ``stop`` is asked between batches."""
+    done = total - len(texts)
     if progress is not None:
         progress(done, total)
     embedded = 0
-    for start in range(0, len(missing), _BATCH):
+    for start in range(0, len(texts), _BATCH):
         if stop is not None and stop():
             break
-        batch = missing[start : start + _BATCH]
-        matrix = embedder.embed([body for _, body in batch])
-        rows = [
-            (h, model, int(matrix.shape[1]), np.ascontiguousarray(vec, dtype="<f4").tobytes())
-            for (h, _), vec in zip(batch, matrix, strict=True)
-        ]
-        write_rows(conn, "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
-        embedded += len(batch)
+        matrix = embedder.embed(list(texts[start : start + _BATCH]))
+        write_rows(conn, sql, rows(start, matrix))
+        embedded += len(matrix)
         if progress is not None:
             progress(done + embedded, total)
-    if stale:
-        write_rows(conn, "DELETE FROM vectors WHERE hash = ? AND model = ?", stale)
     return embedded
 
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from obsmem.index.query import STOPWORDS
 from obsmem.search.speakers import speaker_label
-from obsmem.search.vectors import ENTRIES_SQL, Progress, write_rows
+from obsmem.search.vectors import ENTRIES_SQL, Progress, embed_in_batches, write_rows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,8 +55,6 @@ __all__ = [
 
 #: A two-word phrase becomes an item when it occurs at least this often.
 PHRASE_MIN = 3
-#: Items embedded per model call and per write transaction.
-_BATCH = 256
 
 
 # Letters only: a number or an identifier's digits say nothing a category word could reach.
@@ -134,23 +132,24 @@ def embed_vocabulary(
     missing = [item for item in wanted if stored.get(item) != dim]
     keep = set(wanted)
     stale = [(item, model) for item in stored if item not in keep]
-    total, done = len(wanted), len(wanted) - len(missing)
-    if progress is not None:
-        progress(done, total)
-    embedded = 0
-    for start in range(0, len(missing), _BATCH):
-        if stop is not None and stop():
-            break
-        batch = missing[start : start + _BATCH]
-        matrix = embedder.embed(batch)
-        rows = [
+
+    def rows(start: int, matrix: npt.NDArray[np.float32]) -> list[tuple[object, ...]]:
+        batch = missing[start : start + len(matrix)]
+        return [
             (item, model, stem, int(matrix.shape[1]), np.ascontiguousarray(vec, "<f4").tobytes())
             for item, stem, vec in zip(batch, stems(batch), matrix, strict=True)
         ]
-        write_rows(conn, "INSERT OR REPLACE INTO vocabulary VALUES (?, ?, ?, ?, ?)", rows)
-        embedded += len(batch)
-        if progress is not None:
-            progress(done + embedded, total)
+
+    embedded = embed_in_batches(
+        conn,
+        embedder,
+        missing,
+        rows,
+        "INSERT OR REPLACE INTO vocabulary VALUES (?, ?, ?, ?, ?)",
+        total=len(wanted),
+        progress=progress,
+        stop=stop,
+    )
     if stale:
         write_rows(conn, "DELETE FROM vocabulary WHERE item = ? AND model = ?", stale)
     return embedded
