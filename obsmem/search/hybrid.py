@@ -67,7 +67,12 @@ from obsmem.search.bm25 import (
 )
 from obsmem.search.bridge import bridge_list
 from obsmem.search.dates import DateSpan, query_dates
-from obsmem.search.speakers import centroid_names, speaker_centroid, speaker_label
+from obsmem.search.speakers import (
+    centroid_names,
+    centroid_vector,
+    speaker_centroid,
+    speaker_label,
+)
 from obsmem.search.vectors import VectorStore, embed_text
 
 if TYPE_CHECKING:
@@ -262,11 +267,13 @@ def _filtered_ranking(
     query_vector: npt.NDArray[np.float32],
     pool: int,
     where: Where,
+    said_by: Collection[str] = (),
 ) -> list[tuple[int, float]]:
-    """The best ``pool`` entries by similarity among those meeting ``where`` (module doc, 2)."""
+    """The best ``pool`` entries by similarity among those meeting ``where`` (module doc, 2),
+    of the speakers ``said_by`` only when given (the speaker centroid's list)."""
     condition, params = where
     sizes = [pool * times for times in FILTER_ROUNDS]
-    ranked = vectors.rank_vector(query_vector, sum(sizes))
+    ranked = vectors.rank_vector(query_vector, sum(sizes), said_by=said_by)
     kept: list[tuple[int, float]] = []
     start = 0
     for size in sizes:
@@ -281,7 +288,7 @@ def _filtered_ranking(
         return kept[:pool]
     sql = f"SELECT e.rowid FROM entries AS e WHERE {condition}"
     among = {int(rowid) for (rowid,) in conn.execute(sql, list(params))}
-    return vectors.rank_vector(query_vector, pool, among=among)
+    return vectors.rank_vector(query_vector, pool, among=among, said_by=said_by)
 
 
 def hybrid_query(
@@ -427,7 +434,15 @@ def _centroid_list(
         return []
     said = [rowid for rowid in order if speaker_label(str(rows[rowid][11])) in names]
     vectors = VectorStore(conn, embedder, settings.search_vector_context_weight)
-    return _kept(conn, speaker_centroid(vectors, names, said, pool), where)
+    if where is None:
+        return speaker_centroid(vectors, names, said, pool)
+    # With filters, ranked in rounds as the first vector list is: entries the filters exclude
+    # must not fill the list (a speaker's lines of other days would leave it empty).
+    centroid = centroid_vector(vectors, said)
+    if centroid is None:
+        return []
+    ranked = _filtered_ranking(conn, vectors, centroid, pool, where, sorted(names))
+    return [rowid for rowid, _ in ranked]
 
 
 def _kept(conn: sqlite3.Connection, ranked: list[int], where: Where | None) -> list[int]:

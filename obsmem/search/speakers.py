@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CENTROID_HITS",
     "centroid_names",
+    "centroid_vector",
     "matrix_rows",
     "speaker_centroid",
     "speaker_label",
@@ -89,22 +90,31 @@ def speaker_rows(
     return {label: np.sort(matrix_rows(known, ids)[1]) for label, ids in labels.items()}
 
 
+def centroid_vector(vectors: VectorStore, said: Sequence[int]) -> npt.NDArray[np.float32] | None:
+    """The centroid query (module doc): the normalised mean vector of the first
+    ``CENTROID_HITS`` of ``said`` (fused hits, best first) that have a vector; None when none
+    has one."""
+    import numpy as np
+
+    rowids, matrix = vectors.vectors_of(said)
+    if not rowids:
+        return None
+    mean = matrix[:CENTROID_HITS].mean(axis=0)
+    size = float(np.linalg.norm(mean))
+    if size == 0.0:
+        return None
+    centroid: npt.NDArray[np.float32] = mean / np.float32(size)
+    return centroid
+
+
 def speaker_centroid(
     vectors: VectorStore, names: Collection[str], said: Sequence[int], depth: int
 ) -> list[int]:
     """The centroid's ranking (module doc), ``depth`` rowids best first, over the entries that
-    ``names`` (casefolded labels) said: the first ``CENTROID_HITS`` of ``said`` (fused hits of
-    those speakers, best first) that have a vector make the query. Empty when none has one."""
-    import numpy as np
-
-    if not names:
+    ``names`` (casefolded labels) said, from the fused hits of those speakers ``said`` (best
+    first; ``centroid_vector``). Empty when none has a vector."""
+    centroid = centroid_vector(vectors, said) if names else None
+    if centroid is None:
         return []
-    rowids, matrix = vectors.vectors_of(said)
-    if not rowids:
-        return []
-    mean = matrix[:CENTROID_HITS].mean(axis=0)
-    size = float(np.linalg.norm(mean))
-    if size == 0.0:
-        return []
-    ranked = vectors.rank_vector(mean / np.float32(size), depth, said_by=sorted(set(names)))
+    ranked = vectors.rank_vector(centroid, depth, said_by=sorted(set(names)))
     return [rowid for rowid, _ in ranked]

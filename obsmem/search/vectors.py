@@ -508,7 +508,7 @@ class VectorStore:
         exact stage as for this many results, so a longer list read for re-sorting (hybrid
         search's date boost) costs no more exact scoring than the list it is cut to.
         ``said_by`` (speakers, casefolded): only entries whose text starts with one of them as
-        a label (``speaker_label``) are ranked; not with ``among``.
+        a label (``speaker_label``) are ranked; with ``among``, those of them it holds.
         """
         import numpy as np
 
@@ -526,7 +526,8 @@ class VectorStore:
         positions = np.arange(len(rowids)) if allowed is None else allowed
         if among is not None:
             wanted = np.fromiter(among, dtype=np.int64, count=len(among))
-            positions = np.flatnonzero(np.isin(np.asarray(rowids, dtype=np.int64), wanted))
+            found = np.flatnonzero(np.isin(np.asarray(rowids, dtype=np.int64), wanted))
+            positions = found if allowed is None else np.intersect1d(found, allowed)
         order = top_positions(positions, scores, limit)
         return [(rowids[int(i)], float(scores[int(i)])) for i in order]
 

@@ -320,9 +320,9 @@ def test_filtered_vector_candidates_are_the_best_that_pass(
     asked: list[bool] = []
     original = VectorStore.rank_vector
 
-    def spy(self: VectorStore, query: Any, limit: int, among: Any = None) -> Any:
+    def spy(self: VectorStore, query: Any, limit: int, among: Any = None, **kw: Any) -> Any:
         asked.append(among is not None)
-        return original(self, query, limit, among)
+        return original(self, query, limit, among, **kw)
 
     monkeypatch.setattr(VectorStore, "rank_vector", spy)
     conn = open_index(store.index_path)

@@ -137,6 +137,11 @@ def test_a_ranking_said_by_a_speaker_holds_only_and_all_the_best_of_that_speaker
         snap = vectors._SNAPSHOTS[embedder.name]
         assert (snap.reduced is not None) == two_stage
         assert ranked.rank_vector(query, 5, said_by=["nobody"]) == []
+        # With ``among`` too (search filters): those of the speakers' entries it holds.
+        among = {r for r, _ in full[::2]}
+        want = [r for r, _ in full if r in among and str(said[r]).startswith("Ann:")][:5]
+        got = ranked.rank_vector(query, 5, among=among, said_by=["ann"])
+        assert [r for r, _ in got] == want
     finally:
         conn.close()
 
@@ -265,26 +270,38 @@ def test_a_query_naming_no_speaker_is_not_changed(tmp_path: Path) -> None:
     assert _search(store, query, embedder, "1") == _search(store, query, embedder, "0")
 
 
-def test_with_filters_the_centroid_brings_in_no_entry_they_exclude(tmp_path: Path) -> None:
+def test_with_filters_the_centroid_ranks_among_the_entries_they_keep(tmp_path: Path) -> None:
+    # Two hundred of Melanie's lines of March, nearer her activity lines than the camping line
+    # is: were the centroid's list ranked over all her lines and filtered after, they would
+    # fill it, and a January filter would leave it empty.
     store = MemoryStore(tmp_path / "mem", environ={"OM_HOME": str(tmp_path / "mem")}).ensure()
     texts, embedder = _conversation()
+    embedder.rules.insert(0, ("spring note", _unit((0, 0.55), (1, 0.83))))
+    store.add_observations(
+        new_observation(f"Melanie: spring note {n}", date=f"2026-03-{1 + n % 28:02d}")
+        for n in range(200)
+    )
     _indexed(store, texts, embedder)
     query = "What activities has Melanie done?"
     expression = fts_query(query)
     assert expression is not None
-    settings = load_settings(
-        {"OM_SEARCH_BACKEND": "hybrid", "OM_SEARCH_SPEAKER_CENTROID_WEIGHT": "1"}
-    )
-    # January only: the first 28 entries (one a day), the camping line among them.
     where = ("e.date < ?", ["2026-02-01"])
-    conn = open_index(store.index_path)
-    try:
-        rows = hybrid_rows(conn, query, expression, 50, embedder, settings, today=DAY, where=where)
-    finally:
-        conn.close()
-    dates = {str(row[5]) for row, _ in rows}
-    assert dates and all(d < "2026-02-01" for d in dates)
-    assert texts[3] in [str(row[11]) for row, _ in rows]
+    places = []
+    for weight in ("0", "1"):
+        settings = load_settings(
+            {"OM_SEARCH_BACKEND": "hybrid", "OM_SEARCH_SPEAKER_CENTROID_WEIGHT": weight}
+        )
+        conn = open_index(store.index_path)
+        try:
+            rows = hybrid_rows(
+                conn, query, expression, 20, embedder, settings, today=DAY, where=where
+            )
+        finally:
+            conn.close()
+        found = [str(row[11]) for row, _ in rows]
+        assert all(str(row[5]) < "2026-02-01" for row, _ in rows)
+        places.append(found.index(texts[3]))
+    assert places[0] == 10 and places[1] <= 5
 
 
 def _session() -> tuple[list[str], RuleEmbedder]:
