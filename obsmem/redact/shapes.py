@@ -36,11 +36,10 @@ from obsmem.redact.wraps import (
     RUN_TABLE,
     WRAP_MAX,
     Span,
-    alternate_joins,
     cut_prefix,
     join_all,
+    joins,
     short_tails,
-    unwrap,
 )
 
 __all__ = ["SHAPE_KINDS", "has_digit", "mixed", "redact_shapes"]
@@ -385,30 +384,28 @@ def _wrapped_gated(text: str, counts: Counter[str]) -> list[Span]:
     if joined == flat:
         return []
     # A trigger in a partly joined text is in the wholly joined one too (no trigger holds a
-    # line break): most texts stop here, before any partial join is made.
+    # line break): most texts stop here, before the joins are mapped.
     gated = [entry for entry in _GATED if entry[1] in joined]
     if not gated:
         return []
-    variants = [joined, *alternate_joins(text)]
     spans: list[Span] = []
-    seen: set[str] = set()
+    seen: set[tuple[tuple[int, int], ...]] = set()
+    variants = joins(text)
     for kind, trigger, pattern, back in gated:
         for variant in variants:
-            if trigger not in variant:
+            if trigger not in variant.text:
                 continue
-            for m in pattern.finditer(variant):
-                secret = (
-                    variant[m.start(1) : m.end(1)]
-                    if back < 0
-                    else variant[m.start() - back : m.end()]
-                )
-                if secret in text or len(secret) < 12 or secret in seen:
-                    continue  # found whole already, or in another join
-                found = unwrap(text, secret, kind)
-                if found:
-                    seen.add(secret)
-                    spans.extend(found)
-                    counts[kind] += 1
+            for m in pattern.finditer(variant.text):
+                start, end = m.span(1) if back < 0 else (m.start() - back, m.end())
+                if end - start < 12:
+                    continue
+                # Mapped back by position: each copy of a token where it is, none looked for.
+                parts = tuple(variant.spans(start, end))
+                if len(parts) == 1 or parts in seen:
+                    continue  # whole in the text (the gated pass has it), or in another join
+                seen.add(parts)
+                spans.extend((a, b, kind) for a, b in parts)
+                counts[kind] += 1
     return spans
 
 

@@ -11,8 +11,8 @@ make that run.
   none, so they get no run pass);
 - :func:`short_tails`: the runs shorter than 20 that end at a wrap point and make 20 with the
   next line's run, where the first part of a token cut into two short parts may be;
-- :func:`join_all`, :func:`alternate_joins`, :func:`unwrap`: the joins the gated shapes are
-  searched in, and the parts of a secret found in one.
+- :func:`join_all`, :func:`joins`: the joins the gated shapes are searched in, each with a
+  table (:class:`Join`) that maps a match back to the parts of the text it is made of.
 
 Each regex starts with its break, so ``re`` skips to line breaks rather than trying every
 position of a text.
@@ -21,6 +21,8 @@ position of a text.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from dataclasses import dataclass
 
 __all__ = [
     "CONTINUATION",
@@ -30,14 +32,13 @@ __all__ = [
     "RUN_MIN",
     "RUN_NEEDLE",
     "RUN_TABLE",
-    "WRAP_JOIN",
     "WRAP_MAX",
+    "Join",
     "Span",
-    "alternate_joins",
     "cut_prefix",
     "join_all",
+    "joins",
     "short_tails",
-    "unwrap",
     "wrapped_run",
 ]
 
@@ -76,69 +77,112 @@ def cut_prefix(text: str, pos: int, prefix: str) -> bool:
     )
 
 
-# A line break between two runs of token characters: where a wrapped token may be cut. The
-# break is matched before the character ahead of it is checked, so re skips to line breaks.
+# A wrap point of a text whose breaks are all plain ones: a line break between two runs of
+# token characters, where a wrapped token may be cut. The break is matched before the
+# character ahead of it is checked, so re skips to line breaks.
 _JOINED = r"A-Za-z0-9_+/=.~:|-"
-WRAP_JOIN = re.compile(
-    rf"(?:\r\n(?<=[{_JOINED}]\r\n)|\n(?<=[{_JOINED}]\n)|\\n(?<=[{_JOINED}]\\n))"
-    rf"[ \t]{{0,12}}(?=[{_JOINED}])"
-)
-
-
 _FLAT_JOIN = re.compile(rf"\n(?<=[{_JOINED}]\n)[ \t]{{0,12}}(?=[{_JOINED}])")
+_CRLF = re.compile("\r\n")
+_ESCAPED_NL = re.compile(r"\\n")
 
 
-def alternate_joins(text: str) -> list[str]:
-    """``text`` with every other wrap point (:data:`WRAP_JOIN`) joined, and with the others:
-    a token cut once is joined there while the lines before and after it stay apart, so a shape
-    that ends at a line break (its end is what tells it: ``-us12``, ``_mmk``) is not glued to
-    the next line's word as it is when every wrap point is joined."""
-    parts = WRAP_JOIN.split(text)
-    if len(parts) <= 2:
-        return []
-    breaks = WRAP_JOIN.findall(text)
-    variants = []
-    for keep in (0, 1):
-        out = [parts[0]]
-        for j, gap in enumerate(breaks):
-            if j % 2 == keep:
-                out.append(gap)
-            out.append(parts[j + 1])
-        variants.append("".join(out))
-    return variants
+@dataclass(frozen=True)
+class Join:
+    """A text with stretches of another taken out (its wrap points), and where: ``cuts`` are
+    the positions in ``text`` a stretch was taken out before, ascending, and ``shifts`` how far
+    the other text is ahead of ``text`` from each on. A match in ``text`` is mapped back by
+    position (:meth:`spans`), never searched for by its string: that costs a bisection, not a
+    scan of the text, and finds every copy of a token, each where it is."""
+
+    text: str
+    cuts: list[int]
+    shifts: list[int]
+
+    def spans(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The spans of the other text that ``text[start:end]`` is made of: one when no
+        stretch was taken out inside it, else one per part."""
+        i = bisect_right(self.cuts, start)
+        shift = self.shifts[i - 1] if i else 0
+        out = []
+        while i < len(self.cuts) and self.cuts[i] < end:
+            out.append((start + shift, self.cuts[i] + shift))
+            start, shift = self.cuts[i], self.shifts[i]
+            i += 1
+        out.append((start + shift, end + shift))
+        return out
 
 
 def join_all(text: str) -> tuple[str, str]:
-    """``text`` with every break a plain one, and that with every wrap point joined. Every
-    break is made a plain one first so that the join is one regex that starts with its literal
-    ``"\\n"`` (the three kinds of break in one pattern make ``re`` try every position). Only
-    the strings found in the join are of use, never its positions."""
-    flat = text.replace("\r\n", "\n") if "\r" in text else text
-    if "\\n" in flat:
-        flat = flat.replace("\\n", "\n")
+    """``text`` with every break a plain one, and that with every wrap point joined: what the
+    gated shapes are looked for in first. Every break is made a plain one first so that the
+    join is one regex that starts with its literal ``"\\n"`` (the three kinds of break in one
+    pattern make ``re`` try every position)."""
+    flat = _flat(text)
     return flat, _FLAT_JOIN.sub("", flat)
 
 
-def unwrap(text: str, secret: str, kind: str) -> list[Span]:
-    """The spans of ``text`` that ``secret`` is made of once wrap points are skipped."""
-    start = text.find(secret[:8])
-    if start == -1:
-        return []
-    gaps: list[tuple[int, int]] = []
-    pos, i = start, 0
-    while i < len(secret) and pos < len(text):
-        if text[pos] == secret[i]:
-            i, pos = i + 1, pos + 1
-            continue
-        gap = WRAP_JOIN.match(text, pos)
-        if gap is None:
-            break
-        gaps.append(gap.span())
-        pos = gap.end()
-    if i < len(secret):
-        return []
-    bounds = [start, *[b for gap_span in gaps for b in gap_span], pos]
-    return [(bounds[j], bounds[j + 1], kind) for j in range(0, len(bounds), 2)]
+def _flat(text: str) -> str:
+    """``text`` with every break, CRLF or JSON-escaped, a plain ``"\\n"``."""
+    flat = text.replace("\r\n", "\n") if "\r" in text else text
+    return flat.replace("\\n", "\n") if "\\n" in flat else flat
+
+
+def joins(text: str) -> list[Join]:
+    """The joins the gated shapes are searched in, each with its way back to ``text``: every
+    wrap point joined (as :func:`join_all`), then, when there are two or more, every other
+    one, and the others: a token cut once is joined there while the lines before and after it
+    stay apart, so a shape that ends at a line break (its end is what tells it: ``-us12``,
+    ``_mmk``) is not glued to the next line's word as it is when every wrap point is joined.
+    Linear: one pass over the breaks."""
+    # The two-character breaks made one character ("\r\n", "\\n"), at their positions in
+    # text; the k-th is at k fewer in the flat text. A regex of a literal alone is a fast search.
+    pairs = [m.start() for m in _CRLF.finditer(text)] if "\r" in text else []
+    if "\\n" in text:
+        pairs = sorted(pairs + [m.start() for m in _ESCAPED_NL.finditer(text)])
+    flat = _flat(text)
+    full_cuts: list[int] = []
+    full_shifts: list[int] = []
+    gaps: list[tuple[int, int]] = []  # the wrap points, in text
+    shift = k = taken = 0  # text ahead of the join; pairs passed; flat characters joined away
+    for m in _FLAT_JOIN.finditer(flat):
+        g, e = m.span()
+        while k < len(pairs) and pairs[k] - k < g:
+            shift += 1  # a pair made one before this wrap point: one more character in text
+            full_cuts.append(pairs[k] - k - taken)
+            full_shifts.append(shift)
+            k += 1
+        at_pair = k < len(pairs) and pairs[k] - k == g
+        gaps.append((g + k, e + k + at_pair))
+        if at_pair:
+            k += 1
+        full_cuts.append(g - taken)  # where the next line goes on in the join
+        shift += e - g + at_pair
+        taken += e - g
+        full_shifts.append(shift)
+    while k < len(pairs):
+        shift += 1
+        full_cuts.append(pairs[k] - k - taken)
+        full_shifts.append(shift)
+        k += 1
+    found = [Join(_FLAT_JOIN.sub("", flat), full_cuts, full_shifts)]
+    if len(gaps) >= 2:
+        for keep in (0, 1):
+            found.append(_join_at(text, gaps[1 - keep :: 2]))
+    return found
+
+
+def _join_at(text: str, gaps: list[tuple[int, int]]) -> Join:
+    """``text`` with the stretches ``gaps`` (ascending, apart) taken out."""
+    parts, cuts, shifts = [], [], []
+    at = shift = 0
+    for g, e in gaps:
+        parts.append(text[at:g])
+        cuts.append(g - shift)
+        shift += e - g
+        shifts.append(shift)
+        at = e
+    parts.append(text[at:])
+    return Join("".join(parts), cuts, shifts)
 
 
 # A line break a wrapped token may be cut at (as _wrapped and NEWLINE take it: real, CRLF or
