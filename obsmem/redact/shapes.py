@@ -27,6 +27,7 @@ import string
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 from obsmem.redact.wraps import (
     CONTINUATION,
@@ -318,10 +319,40 @@ _INNER = _inner("./=+", _ALNUM + "_")
 _INNER_LONG = _inner(".=", _ALNUM)
 
 
+# A repeat of a body: {m}, {m,n} or {m,} (open-ended), or + and * (outside a class).
+_REPEAT = re.compile(r"\{(\d+)(?:(,)(\d*))?\}")
+_CLASS = re.compile(r"\[(?:\\.|[^\]])*\]")
+_TIGHT_SPREAD = 20  # a repeat of 12 to 32 hex characters (flutterwave) is tight
+
+
+@cache
+def _tight(body: str) -> bool:
+    """Whether a shape's body is tight: every repeat bounded, none spread over more than 20
+    lengths (``AKIA`` + ``[A-Z0-9]{16}``), unlike ``sk-``'s ``[A-Za-z0-9_-]{20,}``, which a
+    branch name or a word with a digit glued to the next line's (``sk-utils`` then
+    ``sk-utils-config-v2``) matches too."""
+    outside = _CLASS.sub("", body)
+    if "+" in outside or "*" in outside:
+        return False
+    for m in _REPEAT.finditer(body):
+        low, comma, high = int(m[1]), m[2], m[3]
+        if comma and (not high or int(high) - low > _TIGHT_SPREAD):
+            return False
+    return True
+
+
 def _wrapped(
-    text: str, pos: int, prefix: str, body: re.Pattern[str], shape: _Shape, whole: bool
+    text: str,
+    pos: int,
+    prefix: str,
+    body: re.Pattern[str],
+    shape: _Shape,
+    whole: bool,
+    short: bool = False,
 ) -> list[Span] | None:
-    """The two parts of a token at ``pos`` that goes on at the start of the next line."""
+    """The two parts of a token at ``pos`` that goes on at the start of the next line;
+    ``short``: the first part is shorter than 20, so a shape that is not tight (see _tight)
+    takes the joined token only when it looks random (upper and lower case and digits)."""
     first = LINE_PART.match(text, pos, pos + WRAP_MAX)
     line_end = first.end() if first is not None else pos
     nl = NEWLINE.match(text, line_end)
@@ -339,8 +370,9 @@ def _wrapped(
     m = body.match(joined, len(prefix))
     if m is None or m.end() <= line_end - pos:
         return None
-    kind = _judge(shape, joined[: m.end()])
-    if kind is None:
+    token = joined[: m.end()]
+    kind = _judge(shape, token)
+    if kind is None or (short and not _tight(shape.body) and not mixed(token)):
         return None
     return [
         (pos, line_end, kind),
@@ -360,14 +392,14 @@ def _match_at(text: str, pos: int, end: int, wrapped_only: bool = False) -> list
     for prefix, body, shape in entries:
         if not text.startswith(prefix, pos):
             if pos + len(prefix) > end and cut_prefix(text, pos, prefix):
-                parts = _wrapped(text, pos, prefix, body, shape, False)
+                parts = _wrapped(text, pos, prefix, body, shape, False, wrapped_only)
                 if parts is not None:
                     return parts
             continue
         m = body.match(text, pos + len(prefix))
         stop = m.end() if m is not None else -1
         if m is None or stop == len(text) or text[stop] in "\r\n\\":
-            parts = _wrapped(text, pos, prefix, body, shape, m is not None)
+            parts = _wrapped(text, pos, prefix, body, shape, m is not None, wrapped_only)
             if parts is not None:
                 return parts
         if m is None or wrapped_only:

@@ -111,6 +111,30 @@ BENIGN_LINES = (
 )
 
 
+# A short run at a line end that starts with an open-ended shape's prefix ("sk-"), joined with
+# the next line: a branch name, a package name, a host, a pod name. No key looks like these.
+BENIGN_SHORT_PREFIXES = (
+    "  sk-142-retry\n  feature-payment-v2-rollout",
+    "sk-utils\nsk-utils-config-v2",
+    "sk-db-01\nsk-db-replica-02-eu",
+    "sk-api-7d9f\n  web-5c6b8d9f7-x2k4p",
+)
+
+
+@pytest.mark.parametrize("text", BENIGN_SHORT_PREFIXES, ids=[t[:12] for t in BENIGN_SHORT_PREFIXES])
+def test_a_short_run_with_an_open_ended_prefix_is_no_wrapped_token(text: str) -> None:
+    assert redact(text) == text
+    carried = json.dumps({"output": text})
+    assert redact(carried) == carried
+    assert redact_all(["a", text, carried])[1:] == [text, carried]
+
+
+def test_a_short_first_part_of_an_open_ended_shape_that_looks_random_is_redacted() -> None:
+    # The same shape, joined into a token of upper and lower case letters and digits.
+    out = redact("key sk-Ab3dE5fG7h\nJ9kL1mN3pQ5rS7tU9\n")
+    assert "Ab3dE5fG7h" not in out and "J9kL1mN3pQ5rS7tU9" not in out
+
+
 @pytest.mark.parametrize("text", BENIGN_LINES, ids=[text[:20] for text in BENIGN_LINES])
 def test_short_lines_of_prose_and_code_are_left_as_they_are(text: str) -> None:
     assert redact(text) == text
