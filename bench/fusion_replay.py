@@ -88,17 +88,16 @@ from obsmem.index.db import using_index
 from obsmem.index.query import fts_query, query_tokens
 from obsmem.search import hybrid, search
 from obsmem.search.bm25 import (
-    ROLES,
     ROW_SQL,
     Ranking,
     bm25_rows,
     date_condition,
     distinct_rows,
     lift_nearby,
-    query_speakers,
 )
 from obsmem.search.dates import query_dates
 from obsmem.search.embeddings import Embedder, packaged_model_folder, resolve_backend
+from obsmem.search.speakers import ROLES, query_speakers
 from obsmem.search.vectors import VectorStore
 from obsmem.settings import Settings, load_settings
 

@@ -52,16 +52,15 @@ from obsmem.index.db import using_index
 from obsmem.index.query import fts_query
 from obsmem.search import hybrid
 from obsmem.search.bm25 import (
-    ROLES,
     ROW_SQL,
     Ranking,
     bm25_rows,
     date_condition,
     distinct_rows,
-    query_speakers,
 )
 from obsmem.search.dates import query_dates
 from obsmem.search.embeddings import Embedder, resolve_backend
+from obsmem.search.speakers import ROLES, query_speakers
 from obsmem.search.vectors import Neighbours, VectorStore, neighbour_positions, with_context
 from obsmem.settings import Settings
 

@@ -49,6 +49,14 @@ Version 5:
     (``obsmem/search/vocabulary.py``): each content word and frequent two-word phrase of the
     entries, with its porter stem and its embedding under one model, keyed by item and model.
 
+Version 6:
+
+``entries_label``
+    An index on the first 41 characters of each entry's text, ASCII letters folded
+    (``COLLATE NOCASE``): whether any entry starts with a speaker's label (``Caroline:``), the
+    label being at most 40 characters, is one range in it (``search/speakers.labelled``), so a
+    query naming a speaker nobody is labelled as skips the speaker boost.
+
 To change the schema, append a script to ``MIGRATIONS``; never edit one that has shipped.
 """
 
@@ -228,8 +236,15 @@ CREATE TABLE vocabulary (
 ) WITHOUT ROWID;
 """
 
+# Whether any entry's text starts with a speaker's label (``Caroline:``, ``user:``) is one range
+# in this index (``search/speakers.labelled``): the head of each text, folded as LIKE folds it.
+# Built from the rows already there, so an index of version 5 is not reindexed.
+_V6 = """
+CREATE INDEX entries_label ON entries(substr(text, 1, 41) COLLATE NOCASE);
+"""
+
 #: Ordered schema migrations; migration ``n`` (1-based) brings ``user_version`` from n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 
 #: The schema version this code writes and reads.
 SCHEMA_VERSION = len(MIGRATIONS)

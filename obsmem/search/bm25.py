@@ -47,7 +47,6 @@ query, to both the keyword and the vector candidates.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
@@ -55,10 +54,11 @@ from datetime import date as Date
 
 from obsmem.errors import UsageError
 from obsmem.index.db import using_index
-from obsmem.index.query import STOPWORDS, fts_query
+from obsmem.index.query import fts_query
 from obsmem.index.stamp import unchanged
 from obsmem.records import dataclass
 from obsmem.search.dates import DateSpan, query_dates
+from obsmem.search.speakers import labelled, query_speakers
 from obsmem.settings import Settings, load_settings
 
 TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
@@ -155,28 +155,6 @@ LIMIT ?
 ROW_SQL = f"SELECT 0.0, {_COLUMNS}, e.rowid FROM entries AS e WHERE e.rowid = ?"
 
 
-#: Roles that name a speaker in any case: coding sessions are between a user and an assistant.
-ROLES = frozenset({"user", "assistant"})
-#: At most this many speakers are looked for: a query naming more says little about who spoke.
-MAX_SPEAKERS = 4
-_WORD = re.compile(r"[^\W_]+")
-
-
-def query_speakers(query: str) -> list[str]:
-    """The speakers ``query`` may name: capitalised words that are not stopwords, and roles.
-
-    "What did Caroline say about Melanie's painting?" names ``Caroline`` and ``Melanie``;
-    "what did the user ask about the build" names ``user``. A capitalised word that names
-    nobody costs nothing: no entry's text starts with ``What:``.
-    """
-    found: dict[str, None] = {}
-    for word in _WORD.findall(query):
-        folded = word.casefold()
-        if folded in ROLES or (word[0].isupper() and folded not in STOPWORDS and len(word) > 1):
-            found.setdefault(word if folded not in ROLES else folded, None)
-    return list(found)[:MAX_SPEAKERS]
-
-
 @dataclass(frozen=True)
 class Ranking:
     """How BM25 scores entries: the neighbours column's weight, the dates and the speakers the
@@ -223,6 +201,17 @@ class Ranking:
     def by_speaker(self) -> bool:
         """True when entries are scored by who said them too (the score then reads ``e``)."""
         return bool(self.speakers) and self.speaker_boost > 0
+
+    def said_by(self, speakers: tuple[str, ...]) -> Ranking:
+        """This ranking with ``speakers`` as the query's speakers."""
+        return Ranking(
+            self.context_weight,
+            self.dates,
+            self.date_boost,
+            speakers,
+            self.speaker_boost,
+            self.nearby_weight,
+        )
 
     @property
     def reads_entry(self) -> bool:
@@ -363,6 +352,10 @@ def bm25_rows(
     match that ranked below unrelated entries.
     """
     ranking = ranking or Ranking()
+    if ranking.by_speaker:
+        # A speaker no entry carries as a label changes no score: left out, the boost does not
+        # test every match's text for nothing (a coding memory and "what did the user say").
+        ranking = ranking.said_by(labelled(conn, ranking.speakers))
     score, params = ranking.score_sql()
     condition, where_params = where or ("1", ())
     if ranking.reads_entry or where is not None:

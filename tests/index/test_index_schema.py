@@ -1,4 +1,5 @@
-"""The schema's version 3: entries carry their neighbours' text, and older indexes are rebuilt."""
+"""The schema: version 3 (entries carry their neighbours' text, older indexes are rebuilt) and 6
+(the label index, added to an index of version 5 without reindexing)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from obsmem.index.schema import (
 )
 from obsmem.memory.store import MemoryStore
 from obsmem.search import search
+from obsmem.search.speakers import labelled
 
 
 def row(text: str, *, kind: str = "observation", date: str | None = "2026-03-01",
@@ -114,7 +116,7 @@ def test_a_version_2_index_is_migrated_and_reindexed(store: MemoryStore) -> None
     _version_2_index(store.index_path, store)
     conn = open_index(store.index_path)
     try:
-        assert schema_version(conn) == SCHEMA_VERSION == 5
+        assert schema_version(conn) == SCHEMA_VERSION == 6
         report = refresh(store, conn)
         assert report.files_indexed == 1  # the migration forgot what had been indexed
         texts = [r[0] for r in conn.execute("SELECT text FROM entries ORDER BY line")]
@@ -128,3 +130,25 @@ def test_a_version_2_index_is_migrated_and_reindexed(store: MemoryStore) -> None
     # The answer holds none of the question's words: its neighbour does.
     hits = search(store, "how often nightly backup")
     assert [h.text for h in hits] == texts
+
+
+def test_a_version_5_index_gains_the_label_index_and_keeps_its_rows(store: MemoryStore) -> None:
+    conn = sqlite3.connect(store.index_path, isolation_level=None)
+    for script in MIGRATIONS[:5]:
+        for statement in split_statements(script):
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 5")
+    values = dict(zip(ENTRY_COLUMNS, row("user: keep the cache warm"), strict=True))
+    conn.execute(
+        f"INSERT INTO entries ({', '.join(values)}) VALUES ({', '.join('?' for _ in values)})",
+        list(values.values()),
+    )
+    conn.close()
+    conn = open_index(store.index_path)
+    try:
+        assert schema_version(conn) == SCHEMA_VERSION
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "entries_label" in names
+        assert labelled(conn, ["User", "assistant"]) == ("User",)  # the row already there
+    finally:
+        conn.close()

@@ -7,11 +7,15 @@ from datetime import date, timedelta
 
 import pytest
 
+from obsmem.index import open_index, refresh
+from obsmem.index.query import fts_query
 from obsmem.memory.store import MemoryStore, new_observation
+from obsmem.search import bm25 as bm25_module
 from obsmem.search import search
-from obsmem.search.bm25 import NEARBY_LINES, Ranking, lift_nearby, query_speakers
+from obsmem.search.bm25 import NEARBY_LINES, Ranking, bm25_rows, lift_nearby
 from obsmem.search.dates import DateSpan
 from obsmem.search.recall import Filters, search_entries
+from obsmem.search.speakers import LABEL_HEAD, labelled, query_speakers
 from obsmem.settings import load_settings
 
 QUESTION_AND_ANSWER = """# Observations
@@ -188,6 +192,83 @@ def test_roles_name_speakers_in_coding_sessions(store: MemoryStore) -> None:
     question = "what did the user say about the cache test"
     assert texts(store, question, OM_SEARCH_SPEAKER_BOOST="0")[0].startswith("assistant: The")
     assert texts(store, question)[0] == "user: Skip the cache test for now"
+
+
+CODING = """# Observations
+
+## 2026-03-01
+
+### Observations
+
+- 🟡 09:00 The cache test of the cache layer fails on retry
+- 🟡 09:10 Decided to keep the cache warm between runs
+- 🟡 09:20 Reviewed the user settings page
+"""
+
+
+def _bm25_run(store: MemoryStore, query: str, **env: str) -> tuple[list[object], list[str]]:
+    """The rowids BM25 ranks for ``query`` (refreshed first) and the SQL it ran to rank them."""
+    conn = open_index(store.index_path)
+    try:
+        refresh(store, conn)
+        ran: list[str] = []
+        conn.set_trace_callback(ran.append)
+        ranking = Ranking.for_query(query, load_settings(bm25(**env)))
+        rows = bm25_rows(conn, fts_query(query) or "", 30, ranking)
+    finally:
+        conn.close()
+    return [(row[-1], row[0]) for row in rows], ran
+
+
+def test_a_role_no_entry_is_labelled_with_takes_the_plain_path(store: MemoryStore) -> None:
+    store.observations_path.write_text(CODING, encoding="utf-8")
+    query = "what did the user decide about the cache"
+    rows, ran = _bm25_run(store, query)
+    assert not any("LIKE" in sql for sql in ran)  # no entry's text was tested for a label
+    assert rows == _bm25_run(store, query, OM_SEARCH_SPEAKER_BOOST="0")[0]
+
+
+def test_a_labelled_speaker_is_ranked_as_before(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _conversation(
+        store,
+        ("Caroline", "Melanie"),
+        ["Caroline: I went to a pottery class", "Melanie: We bought a pottery bowl, pottery!"],
+    )
+    query = "Where did Caroline and Nobody go for pottery?"
+    rows, ran = _bm25_run(store, query)
+    assert any("LIKE" in sql for sql in ran)
+    # The same scores as a boost that looks for every name the query holds.
+    monkeypatch.setattr(bm25_module, "labelled", lambda conn, names: tuple(names))
+    assert rows == _bm25_run(store, query)[0]
+    monkeypatch.undo()
+    assert rows != _bm25_run(store, query, OM_SEARCH_SPEAKER_BOOST="0")[0]
+
+
+def test_a_label_written_later_is_seen(store: MemoryStore) -> None:
+    store.observations_path.write_text(CODING, encoding="utf-8")
+    query = "what did the user say about the cache test"
+    assert texts(store, query)[0] == "The cache test of the cache layer fails on retry"
+    with store.observations_path.open("a", encoding="utf-8") as out:
+        out.write("- 🟡 09:30 user: Leave the cache alone\n")
+    # Without the boost the first line holds "cache" twice and stays first.
+    assert texts(store, query, OM_SEARCH_SPEAKER_BOOST="0")[0].startswith("The cache test")
+    assert texts(store, query)[0] == "user: Leave the cache alone"
+
+
+def test_labelled_keeps_the_names_entries_start_with(store: MemoryStore) -> None:
+    store.observations_path.write_text(
+        CODING + "- 🟡 09:40 USER: ship it\n- 🟡 09:50 Zoë: the users: list\n", encoding="utf-8"
+    )
+    conn = open_index(store.index_path)
+    try:
+        refresh(store, conn)
+        names = ["user", "assistant", "zoë", "ZOË", "users", "x" * LABEL_HEAD, "The cache test"]
+        # ASCII letters in any case, as LIKE matches; "ZOË" is not "Zoë" to LIKE either.
+        assert labelled(conn, names) == ("user", "zoë", "x" * LABEL_HEAD)
+    finally:
+        conn.close()
 
 
 def test_a_name_with_like_wildcards_is_matched_literally() -> None:
