@@ -1,13 +1,15 @@
 """Search latency at 10,000 and 100,000 observations: cold BM25 `om search`, warm hybrid queries.
 
 Usage: python bench/search_latency.py [--sizes 10000,100000] [--queries 50] [--runs 15]
-       [--embed-limit 10000] [--corpus zipf|narrow] [--roles] [--category] [--keep DIR] [--json]
+       [--embed-limit 10000] [--corpus zipf|narrow] [--roles] [--ask-user] [--category]
+       [--keep DIR] [--json]
 
 For each size, builds a synthetic memory in a temporary directory through the store
 (``search_cold.build``: 500 observations per ``add_observations`` call, forty a day; words as
 ``--corpus`` says, see ``search_cold.CORPORA``; with ``--roles``, each text starts with ``user:``
 or ``assistant:`` and each query is asked as ``user QUERY``, so that the speaker paths of search
-run: the speaker boost and the speaker centroid) and indexes it once (with ``--keep DIR``, in
+run: the speaker boost and the speaker centroid; with ``--ask-user`` alone, the queries are asked
+so over texts without a label, as in a coding memory) and indexes it once (with ``--keep DIR``, in
 ``DIR/mem-CORPUS-SIZE``, kept and reused by later runs: building 100,000 takes minutes), then
 measures:
 
@@ -21,7 +23,9 @@ measures:
   process, all threads) and the fastest query are reported beside the percentiles: on a shared
   machine the wall time also counts waiting for a core, and the load average before and after
   says how busy it was.
-- parts: the query embedding, BM25 (``query_index``) and the vector ranking
+- parts: the query embedding, BM25 (``query_index``, plain; "bm25 ranked": ``bm25_rows`` with
+  the query's ``Ranking``, its speakers and dates, ``POOL`` deep, as hybrid search runs it) and
+  the vector ranking
   (``VectorStore.rank_vector`` over ``POOL`` candidates; with ``--roles`` also over the user's
   entries only, as the speaker centroid ranks), each timed on its own (p50 CPU and wall,
   fastest wall).
@@ -66,6 +70,7 @@ from obsmem.index.db import open_index
 from obsmem.index.query import fts_query
 from obsmem.memory.store import MemoryStore
 from obsmem.search import query_index
+from obsmem.search.bm25 import Ranking, bm25_rows
 from obsmem.search.bridge import bridge_list
 from obsmem.search.embeddings import load_embedder, packaged_model_folder
 from obsmem.search.hybrid import POOL, hybrid_query
@@ -172,7 +177,7 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
     load_before = os.getloadavg()[0]
     home = root / f"mem-{args.corpus}-{size}{'-roles' if args.roles else ''}"
     store, write_s, index_s = prepare_memory(home, size, args.corpus, args.roles)
-    queries = [f"user {q}" for q in QUERIES] if args.roles else QUERIES
+    queries = [f"user {q}" for q in QUERIES] if args.roles or args.ask_user else QUERIES
     if args.category:
         queries = [f"what {q}" for q in queries]
     env = {**os.environ, "OM_HOME": str(home), "OM_SEARCH_BACKEND": "bm25"}
@@ -222,12 +227,20 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
         # The parts of a query, each timed on its own over the same queries.
         store_vectors = VectorStore(conn, embedder)
         vector = embedder.embed([queries[0]])[0]
-        parts: dict[str, list[tuple[float, float]]] = {"embed": [], "bm25": [], "vectors": []}
+        parts: dict[str, list[tuple[float, float]]] = {
+            "embed": [],
+            "bm25": [],
+            "bm25 ranked": [],
+            "vectors": [],
+        }
         for n in range(args.queries):
             q = queries[n % len(queries)]
             expression = fts_query(q) or ""
             parts["embed"].append(cpu_and_wall(partial(embedder.embed, [q])))
             parts["bm25"].append(cpu_and_wall(partial(query_index, conn, expression, 10)))
+            ranking = Ranking.for_query(q, settings)
+            ranked = partial(bm25_rows, conn, expression, POOL, ranking)
+            parts["bm25 ranked"].append(cpu_and_wall(ranked))
             parts["vectors"].append(cpu_and_wall(partial(store_vectors.rank_vector, vector, POOL)))
             if items:
                 bridged = partial(bridge_list, conn, embedder, q, POOL, 1.0)
@@ -245,6 +258,7 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
         "observations": size,
         "corpus": args.corpus,
         "roles": args.roles,
+        "ask_user": args.ask_user,
         "write_seconds": None if write_s is None else round(write_s, 1),
         "index_seconds": None if index_s is None else round(index_s, 2),
         "cold_bm25_ms": {
@@ -282,6 +296,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--roles", action="store_true", help="user: / assistant: texts, queries naming the user"
+    )
+    parser.add_argument(
+        "--ask-user", action="store_true", help="queries naming the user (texts as --roles says)"
     )
     parser.add_argument(
         "--keep",
