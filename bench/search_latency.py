@@ -35,7 +35,10 @@ and the vocabulary bridge runs (``OM_SEARCH_VOCAB_BRIDGE_WEIGHT`` from the envir
 the run without it): the vocabulary is stored like the vectors (embedded up to
 ``--embed-limit``, random unit vectors above it, ``random_vocabulary``), the first query with a
 category word (which reads the vocabulary and its holders) is timed apart, and the bridge's
-list is one more part.
+list is one more part. Then one observation is written and indexed on another connection, as
+``om observe`` does beside a resident process, and the next query with a category word is
+timed (``after_write``: the whole hybrid query, the vectors' snapshot read again too); then a
+second one, and the bridge's list alone (its vocabulary brought up to date).
 
 Vectors: up to ``--embed-limit`` entries, every entry is embedded for real by
 ``VectorStore.sync`` (its time is reported). Above it (embedding 100,000 entries takes many
@@ -65,10 +68,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from search_cold import CORPORA, build, timed
 
-from obsmem.index import rebuild
-from obsmem.index.db import open_index
+from obsmem.index import rebuild, refresh
+from obsmem.index.db import open_index, using_index
 from obsmem.index.query import fts_query
-from obsmem.memory.store import MemoryStore
+from obsmem.memory.store import MemoryStore, new_observation
 from obsmem.search import query_index
 from obsmem.search.bm25 import Ranking, bm25_rows
 from obsmem.search.bridge import bridge_list
@@ -154,6 +157,20 @@ def prepare_memory(
     index_s = time.perf_counter() - t0
     (home / ".om" / "built").write_text(f"{size}\n")
     return store, write_s, index_s
+
+
+def written_then(
+    store: MemoryStore, items: int, timed_work: Callable[[], tuple[float, float]]
+) -> tuple[float, float] | None:
+    """Write one observation and index it on a connection of its own (as ``om observe`` does
+    beside a resident process), then ``timed_work``'s (cpu, wall) ms; None without a
+    vocabulary. The memory grows by one observation per call (a kept memory too)."""
+    if not items:
+        return None
+    text = "kitten adopted from the shelter, named Miso"
+    store.add_observations([new_observation(text, date=time.strftime("%Y-%m-%d"))])
+    using_index(store.index_path, lambda conn: refresh(store, conn))
+    return timed_work()
 
 
 def cpu_and_wall(work: Callable[[], object]) -> tuple[float, float]:
@@ -249,6 +266,9 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
                 # The speaker centroid's ranking: one more, over the user's entries only.
                 said = partial(store_vectors.rank_vector, vector, POOL, said_by=["user"])
                 parts.setdefault("vectors, user only", []).append(cpu_and_wall(said))
+        after_write = written_then(store, items, lambda: ask("which deploy failed"))
+        bridged = partial(bridge_list, conn, embedder, queries[0], POOL, 1.0)
+        bridge_after = written_then(store, items, lambda: cpu_and_wall(bridged))
     finally:
         conn.close()
     if not args.keep:
@@ -278,6 +298,14 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
             "min": round(min(wall), 1),
             "cpu_p50": p50s(warm)["cpu"],
             "queries": len(warm),
+        },
+        "after_write_ms": None
+        if after_write is None
+        else {
+            "query_cpu": round(after_write[0], 1),
+            "query_wall": round(after_write[1], 1),
+            "bridge_cpu": round(bridge_after[0], 1) if bridge_after else None,
+            "bridge_wall": round(bridge_after[1], 1) if bridge_after else None,
         },
         "parts_p50_ms": {name: p50s(values) for name, values in parts.items()},
         "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
