@@ -14,9 +14,12 @@ vocabulary is embedded once, alone, as a query is:
   (``indexing.update_vectors``, the search daemon's pass), only while the bridge is on: it embeds
   the items that have no vector under the model yet, in committed batches with progress, and
   deletes the items no entry holds any longer. An unchanged memory embeds nothing.
-- ``load_vocabulary`` (a search) reads the stored items and which entries hold each, once per
-  index state in a process (as ``VectorStore`` keeps its matrix), and only when a query has a
-  category word: a BM25 search never imports this module.
+- ``load_vocabulary`` (a search) reads the stored items and which entries hold each, only when
+  a query has a category word (a BM25 search never imports this module), once per connection
+  in a process, then keeps them: after a write (``om observe`` beside an MCP server or the
+  daemon) it reads every entry's rowid and text but tokenizes only the entries whose text is
+  new or gone under its rowid, and reads the vectors of new items only. The result is the same
+  as a fresh read's (a test compares them after adds, edits, removals and new items).
 
 Each item's porter stem (FTS5's own tokenizer) is stored with it: the bridge leaves out the
 items of the category word's own stem, which BM25 already matches.
@@ -29,7 +32,7 @@ import re
 import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from obsmem.index.query import STOPWORDS
@@ -180,8 +183,24 @@ class Vocabulary:
         return out
 
 
-# The last vocabulary loaded per model: its connection, that connection's state, the result.
-_LOADED: dict[str, tuple[sqlite3.Connection, tuple[int, int], Vocabulary | None]] = {}
+@dataclass
+class _Loaded:
+    """What ``load_vocabulary`` keeps per model between index states (module doc): the
+    connection and its state, the result, and what a change is compared with: each entry's
+    text by rowid, the rowids (ascending) holding each word or phrase of any entry (not only
+    the vocabulary's items, so that an item embedded later needs no scan), each entry's
+    speaker label, and the stored items with their dims."""
+
+    conn: sqlite3.Connection
+    state: tuple[int, int]
+    vocabulary: Vocabulary | None
+    texts: dict[int, str]
+    postings: dict[str, list[int]]
+    speakers: dict[int, str]
+    stored: dict[str, int]
+
+
+_LOADED: dict[str, _Loaded] = {}
 
 
 def clear_vocabulary_cache() -> None:
@@ -191,50 +210,152 @@ def clear_vocabulary_cache() -> None:
 
 def load_vocabulary(conn: sqlite3.Connection, embedder: Embedder) -> Vocabulary | None:
     """The vocabulary stored in ``conn``'s index for ``embedder`` with its holders, or None when
-    none is stored yet. Read once per index state and connection (module doc)."""
+    none is stored yet. Read once per connection; after a change of the index only what changed
+    is tokenized or read (``_update``), the result the same as a fresh read's."""
     state = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
     cached = _LOADED.get(embedder.name)
-    if cached is not None and cached[0] is conn and cached[1] == state:
-        return cached[2]
-    vocabulary = _read(conn, embedder)
-    _LOADED[embedder.name] = (conn, state, vocabulary)
-    return vocabulary
+    if cached is not None and cached.conn is conn:
+        if cached.state != state:
+            _update(cached, embedder)
+            cached.state = state
+        return cached.vocabulary
+    loaded = _Loaded(conn, state, None, {}, {}, {}, {})
+    _update(loaded, embedder)
+    _LOADED[embedder.name] = loaded
+    return loaded.vocabulary
 
 
-def _read(conn: sqlite3.Connection, embedder: Embedder) -> Vocabulary | None:
+def _held(text: str) -> set[str]:
+    words, pairs = _items_of(entry_words(text))
+    return words.union(pairs)
+
+
+def _update(loaded: _Loaded, embedder: Embedder) -> None:
+    """Bring ``loaded`` in line with its connection's index.
+
+    Every entry's rowid and text are read (no embedding, no tokenizing): a rowid is not proof
+    of a text, because ``entries`` reuses the rowids of the last rows deleted (editing the
+    newest observation gives its new text the old rowid). Only the entries whose text is new or
+    gone under a rowid are tokenized. The postings lists touched are replaced, not changed in
+    place, so a ``Vocabulary`` handed out before keeps its holders."""
+    import bisect
+
+    conn = loaded.conn
+    current = {int(rowid): str(text) for rowid, _, text in conn.execute(ENTRIES_SQL)}
+    old = loaded.texts
+    gone = [rowid for rowid, text in old.items() if current.get(rowid) != text]
+    added = [rowid for rowid, text in current.items() if old.get(rowid) != text]
+    entries_changed = bool(gone or added)
+    postings, speakers = loaded.postings, dict(loaded.speakers) if entries_changed else None
+    touched: dict[str, list[int]] = {}
+    for rowid in gone:
+        for item in _held(old[rowid]):
+            held = touched.get(item)
+            if held is None:
+                held = touched[item] = list(postings.get(item, ()))
+            del held[bisect.bisect_left(held, rowid)]
+        if speakers is not None:
+            del speakers[rowid]
+    for rowid in added:
+        text = current[rowid]
+        for item in _held(text):
+            held = touched.get(item)
+            if held is None:
+                held = touched[item] = list(postings.get(item, ()))
+            bisect.insort(held, rowid)
+        if speakers is not None:
+            speakers[rowid] = speaker_label(text)
+    for item, held in touched.items():
+        if held:
+            postings[item] = held
+        else:
+            postings.pop(item, None)
+    loaded.texts = current
+    if speakers is not None:
+        loaded.speakers = speakers
+    vocabulary = loaded.vocabulary
+    stored = {
+        str(item): int(dim)
+        for item, dim in conn.execute(
+            "SELECT item, dim FROM vocabulary WHERE model = ?", (embedder.name,)
+        )
+    }
+    if vocabulary is None or stored != loaded.stored:
+        vocabulary = _read_items(conn, embedder, vocabulary)
+        loaded.stored = stored
+    elif not entries_changed:
+        return
+    if vocabulary is not None:
+        holders = [postings.get(item, []) for item in vocabulary.items]
+        vocabulary = replace(vocabulary, holders=holders, speakers=loaded.speakers)
+    loaded.vocabulary = vocabulary
+
+
+def _read_items(
+    conn: sqlite3.Connection, embedder: Embedder, before: Vocabulary | None
+) -> Vocabulary | None:
+    """The stored items under ``embedder``, their stems and vectors (the holders left empty);
+    the vectors of ``before``'s items are reused rather than read again (an item's vector is
+    written once per model and dim: ``embed_vocabulary``)."""
     import numpy as np
 
+    dim = embedder.dim
+    known = before.position if before is not None else {}
     items: list[str] = []
     item_stems: list[str] = []
-    blobs: list[bytes] = []
-    rows = conn.execute(
-        "SELECT item, stem, dim, vec FROM vocabulary WHERE model = ? ORDER BY item",
-        (embedder.name,),
+    rows: list[npt.NDArray[np.float32]] = []
+    new: list[str] = []
+    listed = conn.execute(
+        "SELECT item, stem, dim FROM vocabulary WHERE model = ? ORDER BY item", (embedder.name,)
     )
-    dim = 0
-    for item, stem, size, blob in rows:
-        if dim == 0:
-            dim = embedder.dim
-        if int(size) == dim and len(blob) == 4 * dim:
+    for item, stem, size in listed:
+        if int(size) == dim:
             items.append(str(item))
             item_stems.append(str(stem))
-            blobs.append(bytes(blob))
+            if str(item) not in known:
+                new.append(str(item))
+    fresh = _vectors(conn, embedder, new)
+    for item in items:
+        at = known.get(item)
+        if at is not None and before is not None:
+            rows.append(before.matrix[at])
+        elif item in fresh:
+            rows.append(fresh[item])
+    if len(rows) != len(items):  # a vector of the wrong size: left out, as a fresh read does
+        keep = [i for i, item in enumerate(items) if item in known or item in fresh]
+        items = [items[i] for i in keep]
+        item_stems = [item_stems[i] for i in keep]
     if not items:
         return None
-    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(items), dim)
+    matrix = np.stack(rows).astype(np.float32, copy=False)
     position = {item: i for i, item in enumerate(items)}
     by_stem: dict[str, list[int]] = defaultdict(list)
     for i, stem in enumerate(item_stems):
         for word in stem.split():
             by_stem[word].append(i)
-    holders: list[list[int]] = [[] for _ in items]
-    speakers: dict[int, str] = {}
-    for rowid, _, text in conn.execute(ENTRIES_SQL):
-        words, pairs = _items_of(entry_words(str(text)))
-        rowid = int(rowid)
-        speakers[rowid] = speaker_label(str(text))
-        for item in words.union(pairs):
-            at = position.get(item)
-            if at is not None:
-                holders[at].append(rowid)
-    return Vocabulary(items, matrix, item_stems, position, dict(by_stem), holders, speakers)
+    return Vocabulary(items, matrix, item_stems, position, dict(by_stem), [], {})
+
+
+def _vectors(
+    conn: sqlite3.Connection, embedder: Embedder, items: Sequence[str]
+) -> dict[str, npt.NDArray[np.float32]]:
+    """The stored vectors of ``items`` under ``embedder`` that have its dimension."""
+    import numpy as np
+
+    if not items:
+        return {}
+    out: dict[str, npt.NDArray[np.float32]] = {}
+    wanted = set(items)
+    every = len(wanted) > 500  # many: one pass over the table beats one lookup each
+    sql = "SELECT item, vec FROM vocabulary WHERE model = ?"
+    rows = (
+        conn.execute(sql, (embedder.name,))
+        if every
+        else itertools.chain.from_iterable(
+            conn.execute(sql + " AND item = ?", (embedder.name, item)) for item in items
+        )
+    )
+    for item, blob in rows:
+        if str(item) in wanted and len(blob) == 4 * embedder.dim:
+            out[str(item)] = np.frombuffer(bytes(blob), dtype="<f4")
+    return out

@@ -12,9 +12,10 @@ added after the vocabulary was built.
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date as Date
 from pathlib import Path
 
@@ -26,11 +27,13 @@ from obsmem.index.db import open_index
 from obsmem.index.query import fts_query
 from obsmem.index.sync import refresh
 from obsmem.memory.store import MemoryStore, new_observation
+from obsmem.search import vocabulary as vocabulary_module
 from obsmem.search.bridge import best_entries, bridge_list, head_words
 from obsmem.search.hybrid import hybrid_rows
 from obsmem.search.indexing import embed_bridge_vocabulary
 from obsmem.search.vectors import VectorStore
 from obsmem.search.vocabulary import (
+    Vocabulary,
     chosen_items,
     clear_vocabulary_cache,
     embed_vocabulary,
@@ -389,3 +392,79 @@ def test_a_bm25_search_never_loads_the_vocabulary(tmp_path: Path) -> None:
     )
     assert store.home.is_dir()
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- the loaded vocabulary across writes --------------------------------------------------------
+
+
+def _fresh_load(conn: sqlite3.Connection, embedder: WordEmbedder) -> Vocabulary | None:
+    """A full read of the vocabulary, the incremental cache put back afterwards."""
+    kept = dict(vocabulary_module._LOADED)
+    clear_vocabulary_cache()
+    try:
+        return load_vocabulary(conn, embedder)
+    finally:
+        vocabulary_module._LOADED.clear()
+        vocabulary_module._LOADED.update(kept)
+
+
+def _same(one: Vocabulary | None, other: Vocabulary | None) -> None:
+    assert one is not None and other is not None
+    assert one.items == other.items and one.item_stems == other.item_stems
+    assert one.position == other.position and one.by_stem == other.by_stem
+    assert one.holders == other.holders and one.speakers == other.speakers
+    assert np.array_equal(one.matrix, other.matrix)
+
+
+def test_after_a_write_only_what_changed_is_read_and_the_result_is_a_full_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path, ["Ann: pottery wheel", "Bob: garden shed", "Ann: pottery kiln"])
+    embedder = WordEmbedder()
+    observations = tmp_path / "mem" / "observations.md"
+    tokenized: list[str] = []
+    held = vocabulary_module._held
+
+    def counted(text: str) -> set[str]:
+        tokenized.append(text)
+        return held(text)
+
+    monkeypatch.setattr(vocabulary_module, "_held", counted)
+    conn = open_index(store.index_path)
+    try:
+        refresh(store, conn)
+        embed_vocabulary(conn, embedder, 100)
+        first = load_vocabulary(conn, embedder)
+        _same(first, _fresh_load(conn, embedder))
+        assert first is not None and first.holders[first.position["pottery"]] == [1, 3]
+
+        def step(change: Callable[[], object], expect: int) -> Vocabulary | None:
+            change()
+            refresh(store, conn)
+            tokenized.clear()
+            loaded = load_vocabulary(conn, embedder)
+            assert len(tokenized) == expect  # the changed entries only, not every entry
+            _same(loaded, _fresh_load(conn, embedder))
+            return loaded
+
+        # An entry added: held by the items it names, before its new words are embedded.
+        added = step(lambda: _add(store, ["Bob: garden pottery"]), 1)
+        assert added is not None and added.holders[added.position["garden"]] == [2, 4]
+        # New items embedded (no entry changed): their holders without reading any entry.
+        step(lambda: embed_vocabulary(conn, embedder, 100), 0)
+        # The newest entry edited: its new text reuses its rowid, so the rowid alone proves
+        # nothing; the old text's items drop it and the new one's take it.
+        edit = observations.read_text().replace("Bob: garden pottery", "Cat: shed wheel")
+        edited = step(lambda: observations.write_text(edit), 2)
+        assert edited is not None and edited.holders[edited.position["garden"]] == [2]
+        assert edited.speakers[4] == "cat"
+        # An entry removed, and the items no entry holds deleted from the table.
+        gone = observations.read_text().replace("Bob: garden shed", "Bob: x")
+        removed = step(lambda: observations.write_text(gone), 2)
+        assert removed is not None and removed.holders[removed.position["garden"]] == []
+        final = step(lambda: embed_vocabulary(conn, embedder, 100), 0)
+        assert final is not None and "garden" not in final.position
+        # The vocabulary handed out before a change keeps its own holders.
+        assert first.holders[first.position["pottery"]] == [1, 3]
+    finally:
+        conn.close()
