@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from obsmem.index.query import STOPWORDS
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from obsmem.search.embeddings import Embedder
     from obsmem.search.vocabulary import Vocabulary
 
-__all__ = ["best_entries", "bridge_list", "head_words", "item_scores"]
+__all__ = ["best_entries", "bridge_list", "head_words", "item_scores", "words_to_embed"]
 
 _WORD = re.compile(r"[^\W\d_]+")
 _WH = frozenset(("what", "which"))
@@ -112,12 +112,36 @@ def best_entries(
     return sorted(best, key=lambda r: (-best[r], r))[:depth]
 
 
+def words_to_embed(
+    conn: sqlite3.Connection, embedder: Embedder, query: str, weight: float
+) -> list[str]:
+    """The category words of ``query`` the bridge must embed (those not in the vocabulary),
+    so that hybrid search embeds them in the query's own model call; empty when ``weight`` is
+    0, there is no category word or no vocabulary is stored yet."""
+    if weight <= 0:
+        return []
+    words = head_words(query, set(centroid_names(query)))
+    if not words:
+        return []
+    from obsmem.search.vocabulary import load_vocabulary
+
+    vocabulary = load_vocabulary(conn, embedder)
+    return [] if vocabulary is None else [w for w in words if w not in vocabulary.position]
+
+
 def bridge_list(
-    conn: sqlite3.Connection, embedder: Embedder, query: str, depth: int, weight: float
+    conn: sqlite3.Connection,
+    embedder: Embedder,
+    query: str,
+    depth: int,
+    weight: float,
+    embedded: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> list[int]:
     """The bridge's list for ``query`` (module doc), ``depth`` rowids best first; empty when
     ``weight`` is 0, the query has no category word, the index holds no vocabulary under
-    ``embedder``'s model yet, or a category word cannot be embedded."""
+    ``embedder``'s model yet, or a category word cannot be embedded. ``embedded``: category
+    words' vectors already computed (``words_to_embed``, in the query's call); the others not
+    in the vocabulary are embedded here."""
     import numpy as np
 
     if weight <= 0:
@@ -132,14 +156,18 @@ def bridge_list(
     if vocabulary is None:
         return []
     # A word of the vocabulary was embedded alone already: its stored vector is the same.
-    unknown = [word for word in words if word not in vocabulary.position]
+    fresh = dict(embedded or {})
+    unknown = [word for word in words if word not in vocabulary.position and word not in fresh]
     try:
-        fresh = dict(zip(unknown, embedder.embed(unknown), strict=True)) if unknown else {}
+        if unknown:
+            fresh.update(zip(unknown, embedder.embed(unknown), strict=True))
     except Exception:  # an endpoint down: the other lists still answer (hybrid says so once)
         return []
     vectors = np.stack(
         [
-            fresh[word] if word in fresh else vocabulary.matrix[vocabulary.position[word]]
+            vocabulary.matrix[vocabulary.position[word]]
+            if word in vocabulary.position
+            else fresh[word]
             for word in words
         ]
     ).astype(np.float32)

@@ -65,7 +65,7 @@ from obsmem.search.bm25 import (
     distinct_rows,
     hit_from_row,
 )
-from obsmem.search.bridge import bridge_list
+from obsmem.search.bridge import bridge_list, words_to_embed
 from obsmem.search.dates import DateSpan, query_dates
 from obsmem.search.speakers import (
     centroid_names,
@@ -211,9 +211,13 @@ def _semantic(
     settings: Settings,
     where: Where | None = None,
     dates: Sequence[DateSpan] = (),
+    also: Sequence[str] = (),
+    embedded: dict[str, npt.NDArray[np.float32]] | None = None,
 ) -> list[tuple[int, float]] | None:
     """The vector ranking for ``query``, or None when the query cannot be embedded.
 
+    ``also``: more texts embedded in the query's own model call (the bridge's category words,
+    ``bridge.words_to_embed``: one call costs less than two), their vectors put in ``embedded``.
     With ``dates`` (those the query names), entries dated within them are raised by
     ``OM_SEARCH_VECTOR_DATE_BOOST`` (``date_boosted``), from a ranking ``DATED_DEPTH`` times
     deeper (without filters; with them, among the ``pool`` that pass).
@@ -222,11 +226,14 @@ def _semantic(
 
     vectors = VectorStore(conn, embedder, settings.search_vector_context_weight)
     try:
-        query_vector = embedder.embed([query])[0]
+        matrix = embedder.embed([query, *also])
     except Exception as exc:  # an endpoint or a model failing must not fail the search
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         notice(f"hybrid search unavailable (cannot embed the query: {detail}); using BM25 only")
         return None
+    query_vector = matrix[0]
+    if embedded is not None:
+        embedded.update(zip(also, matrix[1:], strict=True))
     date_weight = settings.search_vector_date_boost if dates else 0.0
     if where is None:
         depth = pool * DATED_DEPTH if date_weight > 0 else pool
@@ -333,12 +340,15 @@ def hybrid_rows(
     ranking = Ranking.for_query(query, settings, today)
     keyword = bm25_rows(conn, expression, pool, ranking, where)
     semantic = None
+    words: dict[str, npt.NDArray[np.float32]] = {}  # the bridge's, embedded with the query
     if embedder is not None:
         # The dates BM25 was scored by (read once), or the query's own when BM25's boost is off.
         dates = ranking.dates
         if settings.search_date_boost <= 0 and settings.search_vector_date_boost > 0:
             dates = tuple(query_dates(query, today))
-        semantic = _semantic(conn, query, embedder, pool, settings, where, dates)
+        weight = settings.search_vocab_bridge_weight
+        also = words_to_embed(conn, embedder, query, weight)
+        semantic = _semantic(conn, query, embedder, pool, settings, where, dates, also, words)
     rows: dict[int, tuple[object, ...]] = {int(str(row[-1])): row for row in keyword}
     if semantic is None:
         scores = {rowid: 0.0 - float(str(row[0])) for rowid, row in rows.items()}
@@ -360,8 +370,9 @@ def hybrid_rows(
         order = fused_order(scores, pinned)
         # The bridge's list before the centroid's, as the replays sum them (bench/vocab_bridge.py).
         weight = settings.search_vocab_bridge_weight
+        bridged = bridge_list(conn, embedder, query, pool, weight, words)
         more = [
-            (_kept(conn, bridge_list(conn, embedder, query, pool, weight), where), weight),
+            (_kept(conn, bridged, where), weight),
             (
                 _centroid_list(conn, embedder, query, order, rows, pool, settings, where),
                 settings.search_speaker_centroid_weight,

@@ -301,6 +301,33 @@ def test_a_query_without_a_category_word_is_not_changed_and_embeds_nothing_more(
     assert embedder.calls == [query]
 
 
+def test_a_category_word_not_in_the_vocabulary_is_embedded_in_the_querys_own_call(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path, _conversation())
+    embedder = WordEmbedder({**_PETS, "animals": _PETS["pets"]})
+    _embedded(store, embedder)
+    batches: list[list[str]] = []
+    embed = embedder.embed
+
+    def counted(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        batches.append(list(texts))
+        return embed(texts)
+
+    embedder.embed = counted  # type: ignore[method-assign]
+    query = "What animals does Audrey have?"
+    found = _search(store, query, embedder, 1.0)
+    # One model call for the query and "animals" (no item), the same list as two calls give.
+    assert batches == [[query, "animals"]]
+    conn = open_index(store.index_path)
+    try:
+        text = dict(conn.execute("SELECT rowid, text FROM entries"))
+        assert text[bridge_list(conn, embedder, query, 50, 1.0)[0]] == _conversation()[-2]
+    finally:
+        conn.close()
+    assert batches[1:] == [["animals"]] and _conversation()[-2] in found
+
+
 def test_an_empty_vocabulary_leaves_search_as_it_was(tmp_path: Path) -> None:
     store = _store(tmp_path, _conversation())
     embedder = WordEmbedder(_PETS)
