@@ -246,7 +246,15 @@ def _update(loaded: _Loaded, embedder: Embedder) -> None:
     gone = [rowid for rowid, text in old.items() if current.get(rowid) != text]
     added = [rowid for rowid, text in current.items() if old.get(rowid) != text]
     entries_changed = bool(gone or added)
-    postings, speakers = loaded.postings, dict(loaded.speakers) if entries_changed else None
+    if not old:  # the first read: every entry in rowid order, appended as it comes
+        built: defaultdict[str, list[int]] = defaultdict(list)
+        for rowid, text in current.items():
+            for item in _held(text):
+                built[item].append(rowid)
+        loaded.postings = dict(built)
+        loaded.speakers = {rowid: speaker_label(text) for rowid, text in current.items()}
+        gone, added = [], []
+    postings, speakers = loaded.postings, dict(loaded.speakers) if gone or added else None
     touched: dict[str, list[int]] = {}
     for rowid in gone:
         for item in _held(old[rowid]):
