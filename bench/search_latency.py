@@ -167,7 +167,7 @@ def written_then(
     vocabulary. The memory grows by one observation per call (a kept memory too)."""
     if not items:
         return None
-    text = "kitten adopted from the shelter, named Miso"
+    text = f"kitten adopted from the shelter, named Miso ({time.time_ns()})"
     store.add_observations([new_observation(text, date=time.strftime("%Y-%m-%d"))])
     using_index(store.index_path, lambda conn: refresh(store, conn))
     return timed_work()
