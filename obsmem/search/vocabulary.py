@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 import re
 import sqlite3
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -201,6 +202,9 @@ class _Loaded:
 
 
 _LOADED: dict[str, _Loaded] = {}
+# A resident process answers queries on threads sharing one connection: one update at a time,
+# since an update changes the kept postings (a fresh read used to build everything anew).
+_LOCK = threading.Lock()
 
 
 def clear_vocabulary_cache() -> None:
@@ -212,17 +216,18 @@ def load_vocabulary(conn: sqlite3.Connection, embedder: Embedder) -> Vocabulary 
     """The vocabulary stored in ``conn``'s index for ``embedder`` with its holders, or None when
     none is stored yet. Read once per connection; after a change of the index only what changed
     is tokenized or read (``_update``), the result the same as a fresh read's."""
-    state = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
-    cached = _LOADED.get(embedder.name)
-    if cached is not None and cached.conn is conn:
-        if cached.state != state:
-            _update(cached, embedder)
-            cached.state = state
-        return cached.vocabulary
-    loaded = _Loaded(conn, state, None, {}, {}, {}, {})
-    _update(loaded, embedder)
-    _LOADED[embedder.name] = loaded
-    return loaded.vocabulary
+    with _LOCK:
+        state = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
+        cached = _LOADED.get(embedder.name)
+        if cached is not None and cached.conn is conn:
+            if cached.state != state:
+                _update(cached, embedder)
+                cached.state = state
+            return cached.vocabulary
+        loaded = _Loaded(conn, state, None, {}, {}, {}, {})
+        _update(loaded, embedder)
+        _LOADED[embedder.name] = loaded
+        return loaded.vocabulary
 
 
 def _held(text: str) -> set[str]:
