@@ -136,12 +136,14 @@ def bridge_list(
     depth: int,
     weight: float,
     embedded: Mapping[str, npt.NDArray[np.float32]] | None = None,
+    among: Callable[[], Collection[int]] | None = None,
 ) -> list[int]:
     """The bridge's list for ``query`` (module doc), ``depth`` rowids best first; empty when
     ``weight`` is 0, the query has no category word, the index holds no vocabulary under
     ``embedder``'s model yet, or a category word cannot be embedded. ``embedded``: category
     words' vectors already computed (``words_to_embed``, in the query's call); the others not
-    in the vocabulary are embedded here."""
+    in the vocabulary are embedded here. ``among``, when given, reads the only rowids that may
+    be ranked (search filters), once the list is known to be wanted."""
     import numpy as np
 
     if weight <= 0:
@@ -173,5 +175,11 @@ def bridge_list(
     ).astype(np.float32)
     scores = item_scores(vocabulary, words, vectors)
     speakers = vocabulary.speakers
-    allowed = (lambda rowid: speakers.get(rowid, "") in names) if names else None
-    return best_entries(scores, vocabulary.holders, depth, allowed)
+    kept = among() if among is not None else None
+
+    def allowed(rowid: int) -> bool:
+        said = not names or speakers.get(rowid, "") in names
+        return said and (kept is None or rowid in kept)
+
+    wanted = allowed if names or kept is not None else None
+    return best_entries(scores, vocabulary.holders, depth, wanted)

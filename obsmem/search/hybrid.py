@@ -50,7 +50,7 @@ is how BM25-only search is reranked.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import date as Date
 from typing import TYPE_CHECKING
 
@@ -370,9 +370,11 @@ def hybrid_rows(
         order = fused_order(scores, pinned)
         # The bridge's list before the centroid's, as the replays sum them (bench/vocab_bridge.py).
         weight = settings.search_vocab_bridge_weight
-        bridged = bridge_list(conn, embedder, query, pool, weight, words)
+        bridged = bridge_list(
+            conn, embedder, query, pool, weight, words, among=_filtered_rowids(conn, where)
+        )
         more = [
-            (_kept(conn, bridged, where), weight),
+            (bridged, weight),
             (
                 _centroid_list(conn, embedder, query, order, rows, pool, settings, where),
                 settings.search_speaker_centroid_weight,
@@ -456,12 +458,20 @@ def _centroid_list(
     return [rowid for rowid, _ in ranked]
 
 
-def _kept(conn: sqlite3.Connection, ranked: list[int], where: Where | None) -> list[int]:
-    """Those of ``ranked`` that meet ``where`` (all without filters), in their order."""
-    if where is None or not ranked:
-        return ranked
-    passing = _passing(conn, ranked, *where)
-    return [rowid for rowid in ranked if rowid in passing]
+def _filtered_rowids(
+    conn: sqlite3.Connection, where: Where | None
+) -> Callable[[], set[int]] | None:
+    """The rowids meeting ``where``, read only when asked (None without filters): the bridge
+    ranks among them, so that entries the filters exclude cannot fill its list."""
+    if where is None:
+        return None
+    condition, params = where
+
+    def read() -> set[int]:
+        sql = f"SELECT e.rowid FROM entries AS e WHERE {condition}"
+        return {int(rowid) for (rowid,) in conn.execute(sql, list(params))}
+
+    return read
 
 
 def _str(value: object) -> str | None:

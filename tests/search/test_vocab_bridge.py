@@ -288,6 +288,37 @@ def test_a_category_word_reaches_the_named_speakers_line_about_an_instance(
     assert anyone[:2] == [dog, kitty]
 
 
+def test_with_filters_the_bridge_ranks_among_the_entries_they_keep(tmp_path: Path) -> None:
+    # Sixty of Audrey's lines of January to March about a puppy show, nearer "pets" than her
+    # dog line of April: ranked over all her lines and filtered after, they would fill the
+    # bridge's list, and a filter from March 10 would leave it empty.
+    puppies = [f"Audrey: the puppy show number{n} was loud" for n in range(60)]
+    texts = [*puppies, *_conversation()]
+    store = _store(tmp_path, texts)
+    embedder = WordEmbedder({**_PETS, "puppy": _unit((0, 0.95), (1, 0.31))})
+    _embedded(store, embedder)
+    query = "What pets does Audrey have?"
+    dog = texts[-2]
+    expression = fts_query(query)
+    assert expression is not None
+    where = ("e.date >= ?", ["2026-03-10"])
+    found = {}
+    for weight in (0.0, 1.0):
+        settings = load_settings({"OM_SEARCH_BACKEND": "hybrid"}).replace(
+            search_vocab_bridge_weight=weight
+        )
+        conn = open_index(store.index_path)
+        try:
+            rows = hybrid_rows(
+                conn, query, expression, 10, embedder, settings, today=DAY, where=where
+            )
+        finally:
+            conn.close()
+        assert rows and all(str(row[5]) >= "2026-03-10" for row, _ in rows)
+        found[weight] = [str(row[11]) for row, _ in rows]
+    assert dog not in found[0.0] and dog in found[1.0]
+
+
 def test_a_query_without_a_category_word_is_not_changed_and_embeds_nothing_more(
     tmp_path: Path,
 ) -> None:
