@@ -293,8 +293,7 @@ def _filtered_ranking(
     # Enough passed, or every entry with a vector was tested: ``kept`` is the answer.
     if len(kept) >= pool or len(ranked) < sum(sizes):
         return kept[:pool]
-    sql = f"SELECT e.rowid FROM entries AS e WHERE {condition}"
-    among = {int(rowid) for (rowid,) in conn.execute(sql, list(params))}
+    among = _rowids_meeting(conn, where)
     return vectors.rank_vector(query_vector, pool, among=among, said_by=said_by)
 
 
@@ -458,20 +457,21 @@ def _centroid_list(
     return [rowid for rowid, _ in ranked]
 
 
+def _rowids_meeting(conn: sqlite3.Connection, where: Where) -> set[int]:
+    """The rowids of every entry meeting ``where``."""
+    condition, params = where
+    sql = f"SELECT e.rowid FROM entries AS e WHERE {condition}"
+    return {int(rowid) for (rowid,) in conn.execute(sql, list(params))}
+
+
 def _filtered_rowids(
     conn: sqlite3.Connection, where: Where | None
 ) -> Callable[[], set[int]] | None:
-    """The rowids meeting ``where``, read only when asked (None without filters): the bridge
-    ranks among them, so that entries the filters exclude cannot fill its list."""
+    """``_rowids_meeting``, read only when asked (None without filters): the bridge ranks
+    among them, so that entries the filters exclude cannot fill its list."""
     if where is None:
         return None
-    condition, params = where
-
-    def read() -> set[int]:
-        sql = f"SELECT e.rowid FROM entries AS e WHERE {condition}"
-        return {int(rowid) for (rowid,) in conn.execute(sql, list(params))}
-
-    return read
+    return lambda: _rowids_meeting(conn, where)
 
 
 def _str(value: object) -> str | None:
