@@ -23,6 +23,7 @@ __all__ = [
     "looks_random",
     "redact_assignments",
     "splice",
+    "wrapped_value",
 ]
 
 
@@ -225,6 +226,9 @@ _QUOTED = {
     "'": re.compile(r"'([^'\n]{1,1000})'"),
     "`": re.compile(r"`([^`\n]{1,1000})`"),
 }
+# A quoted value cut by a real line break before its closing quote (a wrapped terminal or
+# editor line): its first part; wrapped_value takes the rest, which must end at the quote.
+_OPEN_QUOTED = re.compile(r"[\"'`]([A-Za-z0-9_+/=.~\-]{1,1000})(?=\r?\n)")
 _XML_KEY = re.compile(r"key=\\?[\"']\Z")
 _SEP_XML = re.compile(r"[ \t]{1,10}value[ \t]{0,5}=[ \t]{0,5}(?=\\?[\"'])")
 _ESCAPED_QUOTED = re.compile(r'\\"((?:[^"\\\n]|\\[^"\n]){1,1000})\\"')
@@ -341,10 +345,18 @@ def redact_assignments(
             or value.lower() == core.lower()
             or is_placeholder(value)
             or (text[vstart - 1] not in "\"'`" and _is_code(value))
-            or (weak and not looks_random(value))
         ):
             continue
+        # A value that runs to its line's end may go on over the next lines (wrapped).
+        rest = wrapped_value(text, vstart, vend)
+        if not rest and text[vstart - 1] in "\"'`" and text.startswith(("\n", "\r\n"), vend):
+            continue  # an open quote with no rest of its value up to the closing one: code
+        if weak and not looks_random(value + "".join(text[a:b] for a, b in rest)):
+            continue
         spans.append((vstart, vend, kind))
+        spans.extend((a, b, kind) for a, b in rest)
+        if rest:
+            done = rest[-1][1]
         counts[kind] += 1
     return splice(text, spans)
 
@@ -389,7 +401,7 @@ def _value_after(text: str, start: int, end: int, flag: bool) -> tuple[int, int,
         return (m.start(1), m.end(1), True) if m else None
     opener = text[vpos]
     if opener in _QUOTED:
-        m = _QUOTED[opener].match(text, vpos)
+        m = _QUOTED[opener].match(text, vpos) or _OPEN_QUOTED.match(text, vpos)
         return (m.start(1), m.end(1), True) if m else None
     if colon:
         m = _BARE_COLON.match(text, vpos)
@@ -458,6 +470,99 @@ def _bare_value(text: str, pos: int) -> tuple[int, int, bool] | None:
         return None
     start, end, value = word
     return start, end, looks_random(value) and "=" not in value
+
+
+# --- Keyed values wrapped over lines -----------------------------------------------------
+# A line break (real, CRLF or JSON-escaped) right where a value ends, and the next line: a lone
+# run of token characters after up to 12 blanks, then its line's end, the end of a JSON string
+# or a closing quote.
+_LINE_BREAK = re.compile(r"\r?\n|\\r\\n|\\n")
+_NEXT_LINE = re.compile(r"[ \t]{0,12}([A-Za-z0-9_+/=.~\-]{4,1000})[ \t]*(\r?\n|\\[rn]|\Z|[\"'`])")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
+_HEX = re.compile(r"[0-9a-f]+\Z|[0-9A-F]+\Z")
+_DIGESTS = (40, 64)  # a commit SHA, a SHA-256 digest
+# Letters only, written as words are: lower, UPPER, Capitalised, camelCase or PascalCase parts
+# of at least two lower-case letters, snake_ or kebab-joined ("done", "EOF", "fetchToken").
+_PIECE = r"(?:[a-z]+|[A-Z]+|[A-Z][a-z]+|(?:[a-z]{2,}|[A-Z][a-z]{2,})(?:[A-Z][a-z]{2,})+)"
+_WORD = re.compile(rf"{_PIECE}(?:[_\-]{_PIECE})*\Z")
+_FILE_NAME = re.compile(r"\.[A-Za-z0-9]{1,6}\Z")
+_LOWER_PATH = re.compile(r"/?[a-z0-9_.\-]+(?:/[a-z0-9_.\-]*)+\Z")  # base64 mixes cases
+_LONG_WORD = 12
+# A short name with a number: python3, utf8, x86_64, sha256.
+_NAME = re.compile(r"[a-z]{1,6}[0-9]{1,3}(?:_[0-9]{1,3})?\Z")
+_MAX_WRAPPED = 64
+_WIDTH_MAX = 1000  # lines one wrapped value may go on over
+
+
+def _is_word(first: str, line: str) -> bool:
+    """Whether ``line`` is written as words are (see _WORD), a flag's dashes aside. A random
+    value of one case and digits may go on without a digit, so a run of one case longer than
+    the words that end a command's output ("done", "EOF") after such a value is its rest."""
+    if not _WORD.match(line.lstrip("-")):
+        return False
+    one_case = line.islower() or line.isupper()
+    return not (len(line) > _LONG_WORD and one_case and _has_digit(first))
+
+
+def _continues(first: str, line: str) -> bool:
+    """Whether ``line``, alone on the line after the value part ``first``, reads as the rest of
+    it rather than a line of its own: a word (``done``, ``EOF``), another setting
+    (``NEXT_KEY=1``), a flag (``--yes``), a path, a file name, a version, a UUID, a number, a
+    short name with a number (``python3``), or a commit SHA or digest after a value that is not
+    hex itself is a line of its own."""
+    if "=" in line.rstrip("=") or line[0] == "." or _is_word(first, line):
+        return False
+    if not any(c.isalpha() for c in line) or _UUID.match(line) or _NAME.match(line):
+        return False
+    if "." in line and (_VERSION.match(line) or _DOTTED.match(line)):
+        return False
+    if "/" in line and (_FILE_NAME.search(line) or _LOWER_PATH.match(line.lstrip("~"))):
+        return False  # src/obsmem/core.py, usr/local/bin: a path, not base64
+    if len(line) in _DIGESTS and _HEX.match(line) and not _HEX.match(first):
+        return False
+    # looks_random takes a leading "/" for a path; base64 may start with one.
+    return looks_random(first.lstrip("/") + line)
+
+
+def _has_digit(value: str) -> bool:
+    return any(c.isdigit() for c in value)
+
+
+def wrapped_value(text: str, vstart: int, vend: int) -> list[tuple[int, int]]:
+    """The spans of the lines a keyed value ``text[vstart:vend]`` goes on over when it runs to
+    its line's end and was wrapped there (``DB_PASSWORD=Xk29fPq7`` then ``Lm3Rt8Zw``): the next
+    line when it is a lone token that reads as the rest (see _continues), and the lines after
+    while each one before was as long as the value's line (a terminal's width). A quoted value
+    cut before its closing quote goes on up to that quote."""
+    quote = text[vstart - 1] if vstart > 0 and text[vstart - 1] in "\"'`" else ""
+    brk = _LINE_BREAK.match(text, vend)
+    if brk is None:
+        return []
+    # Where the value's line starts, looked for only so far back (a width, not a whole text).
+    floor = max(0, vstart - _WIDTH_MAX)
+    escaped = text.rfind("\\n", floor, vstart)
+    line_start = max(text.rfind("\n", floor, vstart) + 1, escaped + 2 if escaped != -1 else floor)
+    width = vend - line_start
+    spans: list[tuple[int, int]] = []
+    value = text[vstart:vend]
+    while brk is not None and len(spans) < _MAX_WRAPPED:
+        nxt = _NEXT_LINE.match(text, brk.end())
+        if nxt is None:
+            break
+        end = nxt.group(2)
+        if quote and end != quote:
+            break  # a quoted value goes on up to its closing quote
+        if not quote and end in ("'", "`"):
+            break
+        line = nxt.group(1)
+        if not _continues(value, line):
+            break
+        spans.append(nxt.span(1))
+        value += line
+        if quote or nxt.end(1) - brk.end() != width:
+            break  # shorter than the first line: the value's last line
+        brk = _LINE_BREAK.match(text, nxt.start(2))
+    return spans
 
 
 def splice(text: str, spans: list[tuple[int, int, str]]) -> str:

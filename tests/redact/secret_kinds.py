@@ -41,7 +41,18 @@ _FIELD = re.compile(r"\{(\w+)(?::(\d+))?\}")
 #: Where a kind is carried, by mode: a value of its own shape, a keyed value, a whole form.
 CARRIERS = {
     "s": ("env", "json", "yaml", "shell", "prose", "wrapped", "tool-input"),
-    "k": ("env", "json", "yaml", "shell", "prose", "tool-input"),
+    "k": (
+        "env",
+        "json",
+        "yaml",
+        "shell",
+        "prose",
+        "tool-input",
+        "wrapped",
+        "wrapped-json",
+        "wrapped-terminal",
+        "wrapped-quoted",
+    ),
     "f": ("as-is", "json-string", "message", "tool-input"),
 }
 
@@ -107,6 +118,9 @@ KINDS: tuple[Kind, ...] = tuple(
 )
 
 
+KINDS_INDEX = {kind.name: i for i, kind in enumerate(KINDS)}
+
+
 def _bash_action(command: str) -> str:
     from obsmem.sources.claude_tools import action_text
 
@@ -140,7 +154,32 @@ def carriers(kind: Kind) -> dict[str, str]:
         out["wrapped"] = f"{key}={v[:cut]}\n{v[cut:]}\nLOG_LEVEL=info"
     else:
         out["prose"] = f"my {words} is {v} if you need it"
+        out.update(_wrapped_keyed(key, v, kind))
     return out
+
+
+#: Terminal widths a keyed value is wrapped at, one per kind in turn.
+_WIDTHS = (80, 100, 120)
+
+
+def _wrapped_keyed(key: str, v: str, kind: Kind) -> dict[str, str]:
+    """A keyed value wrapped over two lines: pasted in an ``.env`` (cut in the middle), the same
+    inside a JSON string (escaped line breaks), an ``export`` at a terminal's width after a long
+    prompt (the second part the longer) and a quoted JSON value wrapped before its quote."""
+    cut = len(v) // 2
+    env = f"# added by hand\n{key}={v[:cut]}\n{v[cut:]}\nLOG_LEVEL=info\n"
+    width = _WIDTHS[KINDS_INDEX.get(kind.name, 0) % len(_WIDTHS)]
+    command = f"export {key}={v}"
+    first = max(4, len(v) // 3)  # the part of the value on the prompt's line
+    prompt = "deploy@build-01:/srv/" + "app/" * 40
+    prompt = prompt[: max(0, width - len(command) + len(v) - first - 2)] + "$ "
+    line = prompt + command
+    return {
+        "wrapped": env,
+        "wrapped-json": json.dumps({"stdout": env, "exit": 0}),
+        "wrapped-terminal": f"{line[:width]}\n{line[width:]}\n{prompt}./deploy.sh prod",
+        "wrapped-quoted": f'{{\n  "{key.lower()}": "{v[:cut]}\n{v[cut:]}",\n  "retries": 3\n}}',
+    }
 
 
 def needles(kind: Kind) -> list[str]:
