@@ -41,6 +41,7 @@ from obsmem.redact.wraps import (
     join_all,
     joins,
     short_tails,
+    tail_starts,
 )
 
 __all__ = ["SHAPE_KINDS", "has_digit", "mixed", "redact_shapes"]
@@ -316,6 +317,7 @@ def _inner(separators: str, firsts: str) -> re.Pattern[str]:
 # blob) only after "." or "=".
 _ALNUM = string.ascii_letters + string.digits
 _INNER = _inner("./=+", _ALNUM + "_")
+
 _INNER_LONG = _inner(".=", _ALNUM)
 
 
@@ -339,6 +341,18 @@ def _tight(body: str) -> bool:
         if comma and (not high or int(high) - low > _TIGHT_SPREAD):
             return False
     return True
+
+
+def _tail_starts() -> re.Pattern[str]:
+    """Where the first part of a wrapped token cut into two short parts may start: every key of
+    the table (a superset of where _match_at finds one), those whose shapes are none of them
+    tight (``sk``) apart, since their token must then be mixed (see _wrapped)."""
+    seconds: dict[str, str] = {}
+    loose: dict[str, str] = {}
+    for key, entries in _BY_TWO.items():
+        into = loose if not any(_tight(shape.body) for _, _, shape in entries) else seconds
+        into[key[0]] = into.get(key[0], "") + key[1]
+    return tail_starts(seconds, "".join(_BY_ONE), loose)
 
 
 def _wrapped(
@@ -378,6 +392,9 @@ def _wrapped(
         (pos, line_end, kind),
         (cont.start(1), cont.start(1) + m.end() - (line_end - pos), kind),
     ]
+
+
+_TAIL_STARTS = _tail_starts()
 
 
 def _match_at(text: str, pos: int, end: int, wrapped_only: bool = False) -> list[Span] | None:
@@ -540,7 +557,7 @@ def redact_shapes(text: str, counts: Counter[str]) -> list[Span]:
     if spans:
         counts["private-key"] += len(spans)
     # The runs, and the short first parts of wrapped tokens (False: only a wrapped token there).
-    tails = short_tails(text, mask)
+    tails = short_tails(text, mask, _TAIL_STARTS)
     searched = [(start, end, False) for start, end in runs]
     if tails:
         searched = sorted(searched + [(start, end, True) for start, end in tails])

@@ -39,6 +39,7 @@ __all__ = [
     "join_all",
     "joins",
     "short_tails",
+    "tail_starts",
     "wrapped_run",
 ]
 
@@ -186,58 +187,77 @@ def _join_at(text: str, gaps: list[tuple[int, int]]) -> Join:
 
 
 # A line break a wrapped token may be cut at (as _wrapped and NEWLINE take it: real, CRLF or
-# JSON-escaped, nothing after the first part, up to 12 blanks before the second), after a run
-# shorter than 20. Each pattern starts with its break, so re skips to line breaks.
+# JSON-escaped, nothing after the first part, up to 12 blanks before the second).
 _R = "A-Za-z0-9_~.+/=\\-"
+_BREAK = r"(?:\r?\n|\\n)"
 
 
-def _tail_pattern(brk: str) -> re.Pattern[str]:
-    """The wrap points at the break ``brk`` (a regex of literals, matched first) after a run
-    shorter than 20, where one of the two runs has 10 (of two parts that make 20, one has): that
-    rules out most breaks of prose and code, and the sum is told exactly afterwards. The
-    cheapest tests go first: a token character on each side."""
-    return re.compile(
-        rf"{brk}(?=[ \t]{{0,12}}[{_R}])(?<=[{_R}]{brk})"
-        rf"(?:(?<=[{_R}]{{10}}{brk})|(?=[ \t]{{0,12}}[{_R}]{{10}}))(?<![{_R}]{{{RUN_MIN}}}{brk})"
+def tail_starts(seconds: dict[str, str], ones: str, mixed: dict[str, str]) -> re.Pattern[str]:
+    """The places where the first part of a wrapped token may start in a run shorter than 20
+    that ends at a wrap point: a shape's first two characters (``seconds``: each first
+    character with the second ones it may have) or its only one (``ones``), at the run's start
+    or after ``. / = +`` (as the shapes are tried), then token characters up to the break, the
+    next line going on with one; and one of the two runs has 10 (of two parts that make 20, one
+    has), the sum told exactly afterwards (_tail_at). After the first two characters of
+    ``mixed`` (the same form as ``seconds``), every shape a wrapped token may be takes it only
+    when it has upper and lower case letters and digits: those must occur in the first part or
+    the next line.
+
+    One regex over the whole text: it starts with the shapes' first characters, which ``re``
+    skips to, so a text of short lines that start no shape (``import os``, ``abcdefghij``) costs
+    no Python step per line, as one search per line break did."""
+    starts = {2: r"(?:(?<![{R}]..)|(?<=[./=+]..)|(?<=\\[nrt]..))", 1: ""}
+    starts[1] = starts[2].replace("..", ".")
+    # An upper case letter (lower case, a digit) in the rest of the first part or the next line.
+    has = "".join(
+        rf"(?=[{rest}]*+(?:[{c}]|{_BREAK}[ \t]{{{{0,12}}}}[{rest}]*+[{c}]))"
+        for c, rest in (
+            ("A-Z", "a-z0-9_~.+/=\\-"),
+            ("a-z", "A-Z0-9_~.+/=\\-"),
+            ("0-9", "A-Za-z_~.+/=\\-"),
+        )
     )
+    branches = []
+    for first in sorted(set(seconds) | set(ones) | set(mixed)):
+        parts = []
+        if first in seconds:
+            parts.append(f"[{re.escape(seconds[first])}]{starts[2]}[{{R}}]{{{{0,17}}}}+")
+        if first in mixed:
+            parts.append(f"[{re.escape(mixed[first])}]{starts[2]}{has}[{{R}}]{{{{0,17}}}}+")
+        if first in ones:
+            parts.append(f"{starts[1]}[{{R}}]{{{{0,18}}}}+")
+        branches.append(re.escape(first) + "(?:" + "|".join(parts) + ")")
+    ahead = rf"(?=(?:(?<=[{{R}}]{{{{10}}}})|(?={_BREAK}[ \t]{{{{0,12}}}}[{{R}}]{{{{10}}}}))"
+    ahead += rf"{_BREAK}[ \t]{{{{0,12}}}}[{{R}}])"
+    return re.compile(("(?:" + "|".join(branches) + ")" + ahead).format(R=_R))
 
 
-# Each kind of break on its own (one pattern for all three is several times slower), searched
-# only in a text that holds it.
-_TAIL_SEARCHES = (
-    (_tail_pattern(r"\n"), "\n"),
-    (_tail_pattern(r"\r\n"), "\r\n"),
-    (_tail_pattern(r"\\n"), "\\n"),
-)
-
-
-def short_tails(text: str, mask: bytes) -> list[tuple[int, int]]:
+def short_tails(text: str, mask: bytes, starts: re.Pattern[str]) -> list[tuple[int, int]]:
     """The runs shorter than 20 that end at a wrap point and make 20 with the run the next line
-    starts with: where the first part of a wrapped token may be (``mask`` as for _runs)."""
+    starts with, where a shape may start (``starts``: from :func:`tail_starts`): where the first
+    part of a wrapped token may be (``mask`` as for _runs)."""
     found: list[tuple[int, int]] = []
-    for pattern, needle in _TAIL_SEARCHES:
-        if needle not in text:
-            continue
-        m = pattern.search(text)  # most texts have none: no iterator made for them
-        while m is not None:
-            _tail_at(text, mask, m, found)
-            m = pattern.search(text, m.end())
-    if len(found) > 1:
-        found.sort()
+    last = -1
+    for m in starts.finditer(text):
+        line_end = m.end()
+        if line_end != last:  # two places in one run: one tail
+            last = line_end
+            _tail_at(text, mask, line_end, found)
     return found
 
 
-def _tail_at(text: str, mask: bytes, m: re.Match[str], found: list[tuple[int, int]]) -> None:
-    """Add the run that ends at the break ``m`` matched to ``found`` when it and the run the
-    next line starts with make 20."""
-    line_end = m.start()
+_AFTER_BREAK = re.compile(r"(?:\r?\n|\\n)[ \t]{0,12}")
+
+
+def _tail_at(text: str, mask: bytes, line_end: int, found: list[tuple[int, int]]) -> None:
+    """Add the run that ends at the wrap point at ``line_end`` to ``found`` when it is shorter
+    than 20 and it and the run the next line starts with make 20."""
     start = mask.rfind(b" ", 0, line_end) + 1
     if start and text[start - 1] == "\\" and text[start] in "nrt":
         start += 1  # a JSON-escaped line break: the run starts after it
     tail = line_end - start
-    # The regex counted the "n" of an escaped break before the run: told exactly here.
-    gap = text[m.end() : m.end() + 13]
-    head_start = m.end() + len(gap) - len(gap.lstrip(" \t"))
+    after = _AFTER_BREAK.match(text, line_end)
+    head_start = after.end() if after is not None else line_end
     head_end = mask.find(b" ", head_start, head_start + RUN_MIN)
     head = (head_end if head_end != -1 else min(len(mask), head_start + RUN_MIN)) - head_start
     if 0 < tail < RUN_MIN <= tail + head:
