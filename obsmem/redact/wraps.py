@@ -10,7 +10,8 @@ make that run.
   the shape pass ask of a multi-line text without a run: short lines of prose and code have
   none, so they get no run pass);
 - :func:`short_tails`: the runs shorter than 20 that end at a wrap point and make 20 with the
-  next line's run, where the first part of a token cut into two short parts may be;
+  next line's run, where the first part of a token cut into two short parts may be (in a text
+  of many short lines, found by one regex made by :func:`tail_starts`);
 - :func:`join_all`, :func:`joins`: the joins the gated shapes are searched in, each with a
   table (:class:`Join`) that maps a match back to the parts of the text it is made of.
 
@@ -232,11 +233,52 @@ def tail_starts(seconds: dict[str, str], ones: str, mixed: dict[str, str]) -> re
     return re.compile(("(?:" + "|".join(branches) + ")" + ahead).format(R=_R))
 
 
+def _tail_pattern(brk: str) -> re.Pattern[str]:
+    """The wrap points at the break ``brk`` (a regex of literals, matched first) after a run
+    shorter than 20, where one of the two runs has 10: that rules out most breaks of prose and
+    code. The cheapest tests go first: a token character on each side."""
+    return re.compile(
+        rf"{brk}(?=[ \t]{{0,12}}[{_R}])(?<=[{_R}]{brk})"
+        rf"(?:(?<=[{_R}]{{10}}{brk})|(?=[ \t]{{0,12}}[{_R}]{{10}}))(?<![{_R}]{{{RUN_MIN}}}{brk})"
+    )
+
+
+# Each kind of break on its own (one pattern for all three is several times slower), searched
+# only in a text that holds it.
+_TAIL_SEARCHES = (
+    (_tail_pattern(r"\n"), "\n"),
+    (_tail_pattern(r"\r\n"), "\r\n"),
+    (_tail_pattern(r"\\n"), "\\n"),
+)
+# Per wrap point found at a break, a Python step costs about what `tail_starts` costs for 50
+# characters of text: past that share, the one regex over the whole text is the cheaper.
+_CHARS_PER_STEP = 50
+
+
 def short_tails(text: str, mask: bytes, starts: re.Pattern[str]) -> list[tuple[int, int]]:
     """The runs shorter than 20 that end at a wrap point and make 20 with the run the next line
-    starts with, where a shape may start (``starts``: from :func:`tail_starts`): where the first
-    part of a wrapped token may be (``mask`` as for _runs)."""
+    starts with, where a shape may start: where the first part of a wrapped token may be
+    (``mask`` as for _runs). The wrap points are looked for first by a search that skips to
+    line breaks: most texts have none, and a few are each looked at in Python; a text with more
+    than one in 50 characters (many short lines of token characters) is searched once with
+    ``starts`` (from :func:`tail_starts`) instead, which leaves out the tails no shape can
+    start in. Either way, the shapes find the same tokens."""
+    limit = len(text) // _CHARS_PER_STEP
+    ends: list[int] = []
+    for pattern, needle in _TAIL_SEARCHES:
+        if needle not in text:
+            continue
+        m = pattern.search(text)  # most texts have none: no iterator made for them
+        while m is not None and len(ends) <= limit:
+            ends.append(m.start())
+            m = pattern.search(text, m.end())
     found: list[tuple[int, int]] = []
+    if len(ends) <= limit:
+        for line_end in ends:
+            _tail_at(text, mask, line_end, found)
+        if len(found) > 1:
+            found.sort()
+        return found
     last = -1
     for m in starts.finditer(text):
         line_end = m.end()
