@@ -112,21 +112,49 @@ def shorten(text: str, limit: int = LINE_CHARS) -> str:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
+# A line that ends a thought: the next line starts a new one, even in the same paragraph.
+_LINE_END = re.compile(r"[.!?:;…)\]]\W*$|[^\w\s,]$")
+#: A line this long that ends mid-sentence was wrapped by the writer's editor or terminal.
+_WRAP_WIDTH = 50
+
+
+def _continues(held: str, line: str) -> bool:
+    """True when ``line`` goes on the sentence ``held`` ends in (a hard-wrapped paragraph)."""
+    if _LINE_END.search(held):
+        return False
+    return line[:1].islower() or len(held) >= _WRAP_WIDTH or held.endswith(",")
 
 
 def _prose_lines(text: str) -> Iterator[str]:
-    """The lines of ``text`` that are prose: fenced code, tables and headings left out."""
+    """The prose of ``text``, a line per paragraph line: fenced code, tables, headings and
+    quoted lines (``> what the agent said``) left out, wrapped lines joined again."""
     fenced = False
+    held: str | None = None
     for line in text.splitlines():
         stripped = line.strip()
         if stripped.startswith(("```", "~~~")):
             fenced = not fenced
+        elif not fenced and stripped and not _skipped(stripped):
+            body = _LIST_MARK.sub("", stripped)
+            if held is not None and len(body) == len(stripped) and _continues(held, body):
+                held = f"{held} {body}"
+                continue
+            if held is not None:
+                yield held
+            held = body
             continue
-        if fenced or not stripped or stripped.startswith(("|", "#", "    ")):
-            continue
-        if stripped.count("|") >= 2 or set(stripped) <= set("-=_*~ "):
-            continue
-        yield _LIST_MARK.sub("", stripped)
+        if held is not None:
+            yield held
+            held = None
+    if held is not None:
+        yield held
+
+
+def _skipped(stripped: str) -> bool:
+    """Lines that are not prose: headings, tables, indented code, rules, quotes."""
+    if stripped.startswith(("|", "#", ">")):
+        return True
+    return stripped.count("|") >= 2 or set(stripped) <= set("-=_*~ ")
 
 
 def prose_sentences(text: str) -> list[str]:

@@ -140,6 +140,52 @@ def _kind(sentence: str) -> tuple[str, str, float] | None:
     return None
 
 
+# The sentence's own opening says again what its label says ("User prefers: I prefer X", "User
+# decided: Let's go with X"): the line keeps what was decided, preferred or planned. Only
+# openings whose meaning the label carries whole: "I hate X" or "I want you to" stay as said.
+_LEAD_INS = {
+    "User decided": re.compile(
+        r"^(?:(?:so|ok(?:ay)?|then),?\s+)?(?:let'?s(?: go with)?|(?:i|we)(?: have|'ve)? (?:decided"
+        r"(?: to| on)?|chose|picked|settled on|(?:are|'re) going with))\s+(?=\w)",
+        re.IGNORECASE,
+    ),
+    "User prefers": re.compile(
+        r"^(?:i (?:really |strongly |generally |would )?(?:prefer|like)(?: to)?"
+        r"|i'?d (?:rather|prefer)|my preference is(?: to| for)?|please)\s+(?=\w)(?!you\b|not\b)",
+        re.IGNORECASE,
+    ),
+    "User plans": re.compile(
+        r"^(?:i'?ll|i will|i need to|i have to|(?:please )?remember to|don'?t forget to)\s+(?=\w)",
+        re.IGNORECASE,
+    ),
+}
+# Openings that only link the sentence to what came before ("By the way, ...", "Also ...").
+_LINKING = re.compile(
+    r"^(?:by the way|btw|also|and|oh|one more thing|another thing|plus)\b[,:]?\s+(?=\w)",
+    re.IGNORECASE,
+)
+
+
+_NAMES_SOMETHING = re.compile(
+    r"\b(?!(?:it|this|that|them|these|those|so|too|now|then|later|soon)\b)\w{3,}"
+)
+
+
+def _said(label: str, sentence: str) -> str:
+    """``sentence`` without the opening its ``label`` already says."""
+    sentence = _LINKING.sub("", sentence, count=1)
+    lead_in = _LEAD_INS.get(label)
+    trimmed = lead_in.sub("", sentence, count=1) if lead_in is not None else sentence
+    # What is left must still name something ("I'll do it." keeps its words).
+    return trimmed if _NAMES_SOMETHING.search(trimmed) else sentence
+
+
+def _headings_only(text: str) -> bool:
+    """True for a message that is only markdown headings (a document's title, no request)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return bool(lines) and all(line.startswith("#") for line in lines)
+
+
 _LEADING_ACK = re.compile(
     r"^(?:ok(?:ay)?|thanks?(?: you)?|great|perfect|cool|nice|good|sure|yes|right)[.!,]+\s+",
     re.IGNORECASE,
@@ -153,7 +199,7 @@ def user_drafts(turn: Turn, text: str) -> list[Draft]:
     constrain or commit get lines of their own (at most ``EXTRA_LINES + 1``) and the rest of
     the message is the request.
     """
-    if not text or hostile(text) or ACK.match(text):
+    if not text or hostile(text) or ACK.match(text) or _headings_only(text):
         return []
     if text.startswith("/"):
         command, _, args = text.partition(" ")
@@ -183,5 +229,6 @@ def user_drafts(turn: Turn, text: str) -> list[Draft]:
     if rest:
         out.append(Draft(shorten(f"User asked: {' '.join(rest)}"), "task", 0.5, 0.85, [turn]))
     for sentence, (obs_type, label, importance) in typed[: EXTRA_LINES + 1]:
-        out.append(Draft(shorten(f"{label}: {sentence}"), obs_type, importance, 0.85, [turn]))
+        said = _said(label, sentence)
+        out.append(Draft(shorten(f"{label}: {said}"), obs_type, importance, 0.85, [turn]))
     return out

@@ -37,9 +37,9 @@ def test_decision_preference_commitment_each_get_a_line_and_the_rest_is_the_requ
         ]
     )
     by_type = {d.type: d for d in drafts}
-    assert by_type["decision"].text == "User decided: Let's go with PostgreSQL instead of SQLite."
+    assert by_type["decision"].text == "User decided: PostgreSQL instead of SQLite."
     assert by_type["task"].text == "User asked: Set up the API."
-    assert by_type["preference"].text == "User prefers: I prefer small commits with clear messages."
+    assert by_type["preference"].text == "User prefers: small commits with clear messages."
     assert "8-minute demo by Friday" in by_type["commitment"].text
     assert ctx.active_task.startswith("Set up the API")
 
@@ -498,8 +498,8 @@ def test_decisions_constraints_corrections_and_deadlines_are_important() -> None
     assert priority["User asked"] == "🟡"
     plans = {d.text: to_observation(d).priority for d in drafts if d.type == "commitment"}
     assert plans == {
-        "User plans: I need to ship the billing export by Friday.": "🔴",
-        "User plans: I'll look at the flaky test later.": "🟡",
+        "User plans: ship the billing export by Friday.": "🔴",
+        "User plans: look at the flaky test later.": "🟡",
     }
 
 
@@ -573,3 +573,62 @@ def test_keep_something_out_of_is_a_constraint() -> None:
     kinds = {d.text.partition(":")[0] for d in drafts}
     assert "User constraint" in kinds
     assert "User asked: I keep running out of memory when the tests run." in texts(drafts)
+
+
+def test_a_line_does_not_repeat_the_opening_its_label_says() -> None:
+    said = [
+        (
+            "Let's go with one Redis database per worker.",
+            "User decided: one Redis database per worker.",
+        ),
+        ("We decided to release 1.0 on 2026-12-05.", "User decided: release 1.0 on 2026-12-05."),
+        ("I prefer fixtures over monkeypatching.", "User prefers: fixtures over monkeypatching."),
+        (
+            "Please always use conventional commits.",
+            "User prefers: always use conventional commits.",
+        ),
+        (
+            "I'll write the migration guide this week.",
+            "User plans: write the migration guide this week.",
+        ),
+        ("Remember to rotate the keys by Friday.", "User plans: rotate the keys by Friday."),
+        ("By the way, never push to main.", "User constraint: never push to main."),
+        # What the label does not say stays as the user said it.
+        ("I hate mocks, don't use them.", "User prefers: I hate mocks, don't use them."),
+        ("I'd rather not use Helm for this.", "User prefers: I'd rather not use Helm for this."),
+        ("Please don't commit yet.", "User prefers: don't commit yet."),
+        ("I'll do it.", "User plans: I'll do it."),
+    ]
+    for text, line in said:
+        drafts, _ = observe_with_rules([turn("user", text, 1)])
+        assert texts(drafts) == [line], text
+
+
+def test_a_hard_wrapped_sentence_is_one_line_and_quotes_are_not_the_request() -> None:
+    wrapped = (
+        "We're moving billing off the old cron box. I want the invoice job to run as a\n"
+        "Kubernetes CronJob, and I'd rather not use Helm for this one.\n"
+        "Fix the tests\n"
+        "Update the docs"
+    )
+    drafts, _ = observe_with_rules([turn("user", wrapped, 1)])
+    assert (
+        "User prefers: I want the invoice job to run as a Kubernetes CronJob, and I'd rather"
+        in (" ".join(texts(drafts)))
+    )
+    assert (
+        "User asked: We're moving billing off the old cron box. Fix the tests Update the docs"
+        in (texts(drafts))
+    )
+    quoted = (
+        "> schedule is in UTC unless you set timeZone\n\nGood catch. Set the time zone to Berlin."
+    )
+    drafts, _ = observe_with_rules([turn("user", quoted, 1)])
+    assert texts(drafts) == ["User asked: Good catch. Set the time zone to Berlin."]
+
+
+def test_a_message_of_headings_only_is_a_title_not_a_request() -> None:
+    drafts, _ = observe_with_rules(
+        [turn("user", "# Chat export: migrating billing\n\n## Notes", 1)]
+    )
+    assert drafts == []
