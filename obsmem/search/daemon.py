@@ -6,7 +6,8 @@ loading an embedding model for seconds; the first such search starts it. The dae
 - holds a lock beside its socket for its whole life, so one runs per index; a second one
   started meanwhile finds the lock taken and leaves at once;
 - loads the embedder (and the reranker, when one is set) and warms up with one query before it
-  listens, so the first answer it gives is as fast as the next;
+  listens, then reads the vocabulary bridge's items and holders (``vocabulary.py``), so the
+  first answer it gives, with a category word or not, is as fast as the next;
 - listens on ``paths.search_socket`` in a directory only its user can enter (0700), the socket
   itself 0600; each connection is one JSON request line and one JSON reply line (``op``:
   ``search``, ``status``, ``stop``, and ``embed``, which ``om observe`` sends after it wrote);
@@ -18,7 +19,8 @@ loading an embedding model for seconds; the first such search starts it. The dae
   (``vectors.embed_missing``), on a connection and thread of its own: queries keep being
   answered meanwhile, ranking what is embedded, BM25 finding the rest; ``status`` reports the
   progress (``om status`` shows it). After each query and each ``embed`` it looks again (at
-  most every few seconds), so what ``om observe`` writes is embedded soon after;
+  most every few seconds), so what ``om observe`` writes is embedded soon after; a pass that
+  found the index changed ends by bringing the kept connection's vocabulary up to date;
 - exits after ``OM_SEARCH_DAEMON_IDLE_MINUTES`` without a query, when its install changes
   (``client.install_stamp``), when its socket is removed or replaced, on ``stop``, and on
   SIGTERM; it removes its socket on the way out.
@@ -199,11 +201,29 @@ class SearchDaemon:
         return 0
 
     def _warm_up(self) -> None:
-        """One query, so the query session, the vectors and the reranker are loaded."""
+        """One query, so the query session, the vectors and the reranker are loaded; then the
+        vocabulary bridge's items and holders (``_preload``), which that query, having no
+        category word, does not read."""
         try:
             self._search({"query": "warm up", "limit": 1})
         except Exception as exc:  # a broken index is repaired by the next query; log only
             log(f"warm-up query failed: {exc}")
+        self._preload()
+
+    def _preload(self) -> None:
+        """Bring the vocabulary the bridge reads up to date on the kept connection, so that the
+        first query with a category word ("what pets ...") costs what the next one does rather
+        than seconds at 100,000 entries (``vocabulary.load_vocabulary``: every entry read and
+        tokenized once, then only what changed). Nothing while the bridge is off."""
+        embedder, kept = self._embedder, self._kept
+        if embedder is None or kept is None or self.settings.search_vocab_bridge_weight <= 0:
+            return
+        from obsmem.search.vocabulary import load_vocabulary
+
+        try:
+            kept.run(lambda conn: load_vocabulary(conn, embedder))
+        except Exception as exc:  # the next query with a category word reads it instead
+            log(f"loading the vocabulary failed: {type(exc).__name__}: {exc}")
 
     def _listen(self) -> socket.socket:
         with contextlib.suppress(FileNotFoundError):
@@ -423,6 +443,9 @@ class SearchDaemon:
         )
         if words:
             log(f"embedded {words} vocabulary item{'' if words == 1 else 's'}")
+        # The index changed (entries, vectors or items): the queries' connection reads what
+        # changed now, in the background, not in the next query with a category word.
+        self._preload()
         return conn, (inode, *self._state(conn))
 
     @staticmethod

@@ -37,11 +37,11 @@ from tests.search.daemon_setup import (
 )
 
 
-def _pass_done(progress: dict[str, object]) -> bool:
-    """A daemon's embedding pass over: the 3 entries and every vocabulary item embedded."""
+def _pass_done(progress: dict[str, object], entries: int = 3) -> bool:
+    """A daemon's embedding pass over: the ``entries`` and every vocabulary item embedded."""
     return (
         progress.get("running") is False
-        and progress.get("embedded") == 3
+        and progress.get("embedded") == entries
         and progress.get("words_embedded") == progress.get("words_total") is not None
     )
 
@@ -131,6 +131,37 @@ def test_the_daemon_answers_hybrid_and_reports_its_progress(memory: MemoryStore)
         search("postgresql")
         until(lambda: daemon.progress["embedded"] == 4, "the new entry embedded")
         assert search("kitten napping")[0]["text"] == "The office cat sleeps on the windowsill"
+
+
+def test_the_vocabulary_is_read_before_the_first_query_with_a_category_word(
+    memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from obsmem.search import vocabulary as vocabulary_module
+
+    tokenized: list[str] = []  # entries read into the vocabulary's holders, one by one
+    held = vocabulary_module._held
+
+    def counted(text: str) -> set[str]:
+        tokenized.append(text)
+        return held(text)
+
+    monkeypatch.setattr(vocabulary_module, "_held", counted)
+    with daemon_thread(memory) as daemon:
+        until(lambda: _pass_done(daemon.progress), "the background embedding")
+        assert sorted(tokenized) == sorted(TEXTS)
+        tokenized.clear()
+        # "database" and "engine" are category words: the bridge runs, on what is loaded.
+        assert search("what database engine")[0]["text"] == TEXTS[0]
+        assert tokenized == []
+        # After a write, the pass that embeds it brings the vocabulary up to date too.
+        cat = "The office cat sleeps on the windowsill"
+        memory.add_observations([new_observation(cat, date="2026-12-01")])
+        assert client.ask_to_embed(memory, load_settings())
+        until(lambda: _pass_done(daemon.progress, 4), "the new entry embedded")
+        assert tokenized == [cat]
+        tokenized.clear()
+        assert search("which pets sleep")[0]["text"] == cat
+        assert tokenized == []
 
 
 def test_the_daemon_leaves_when_idle(memory: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
