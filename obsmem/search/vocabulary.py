@@ -20,6 +20,10 @@ vocabulary is embedded once, alone, as a query is:
   daemon) it reads every entry's rowid and text but tokenizes only the entries whose text is
   new or gone under its rowid, and reads the vectors of new items only. The result is the same
   as a fresh read's (a test compares them after adds, edits, removals and new items).
+- Which entries hold each word and phrase is kept for all of them, so that an item embedded
+  later needs no scan; the phrases fewer than ``PHRASE_MIN`` entries hold (most phrases) are
+  kept as compact pairs of numbers rather than a list each (``phrases.py``): at 100,000 entries
+  the load's peak memory grew by 63 MB rather than 164 (docs/benchmarks.md).
 
 Each item's porter stem (FTS5's own tokenizer) is stored with it: the bridge leaves out the
 items of the category word's own stem, which BM25 already matches.
@@ -31,12 +35,14 @@ import itertools
 import re
 import sqlite3
 import threading
+from array import array
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from obsmem.index.query import STOPWORDS
+from obsmem.search.phrases import RarePhrases
 from obsmem.search.speakers import speaker_label
 from obsmem.search.vectors import ENTRIES_SQL, Progress, embed_in_batches, write_rows
 
@@ -188,15 +194,18 @@ class Vocabulary:
 class _Loaded:
     """What ``load_vocabulary`` keeps per model between index states (module doc): the
     connection and its state, the result, and what a change is compared with: each entry's
-    text by rowid, the rowids (ascending) holding each word or phrase of any entry (not only
-    the vocabulary's items, so that an item embedded later needs no scan), each entry's
-    speaker label, and the stored items with their dims."""
+    text by rowid, the rowids (ascending) holding each word and each phrase held by at least
+    ``PHRASE_MIN`` entries or stored as an item (``postings``), those holding the other phrases
+    (``rare``: compact, ``phrases.py``), each entry's speaker label, and the stored items with
+    their dims. Every word or phrase some entry holds is in exactly one of ``postings`` and
+    ``rare``, so an item embedded later needs no scan."""
 
     conn: sqlite3.Connection
     state: tuple[int, int]
     vocabulary: Vocabulary | None
     texts: dict[int, str]
     postings: dict[str, list[int]]
+    rare: RarePhrases | None
     speakers: dict[int, str]
     stored: dict[str, int]
 
@@ -224,15 +233,57 @@ def load_vocabulary(conn: sqlite3.Connection, embedder: Embedder) -> Vocabulary 
                 _update(cached, embedder)
                 cached.state = state
             return cached.vocabulary
-        loaded = _Loaded(conn, state, None, {}, {}, {}, {})
+        loaded = _Loaded(conn, state, None, {}, {}, None, {}, {})
         _update(loaded, embedder)
         _LOADED[embedder.name] = loaded
         return loaded.vocabulary
 
 
+# The rare phrases' key (``phrases.py``): this process's string hash (tests force collisions).
+_phrase_key: Callable[[str], int] = hash
+
+
 def _held(text: str) -> set[str]:
     words, pairs = _items_of(entry_words(text))
     return words.union(pairs)
+
+
+def _stored_items(conn: sqlite3.Connection, embedder: Embedder) -> dict[str, int]:
+    sql = "SELECT item, dim FROM vocabulary WHERE model = ?"
+    return {str(item): int(dim) for item, dim in conn.execute(sql, (embedder.name,))}
+
+
+def _first_read(loaded: _Loaded, current: dict[int, str], stored: Collection[str]) -> None:
+    """``loaded``'s holders from every entry, in rowid order (appended as they come).
+
+    Phrases are first listed by key only (``RarePhrases``); those held by ``PHRASE_MIN``
+    entries or more (by key: a key two phrases share counts both) get a list of their own from
+    a second look at the entries holding them, so that no string or list is made for the
+    phrases held once, most of them."""
+    built: defaultdict[str, list[int]] = defaultdict(list)
+    keys: array[int] = array("q")
+    holders: array[int] = array("q")
+    for rowid, text in current.items():
+        for item in _held(text):
+            if " " not in item or item in stored:
+                built[item].append(rowid)
+            else:
+                keys.append(_phrase_key(item))
+                holders.append(rowid)
+    rare = RarePhrases(keys, holders, current, _pairs, _phrase_key)
+    del keys, holders
+    common = rare.common_keys(PHRASE_MIN)
+    for rowid in rare.rows_of(common):
+        for phrase in set(_pairs(current[rowid])):
+            if _phrase_key(phrase) in common and phrase not in stored:
+                built[phrase].append(rowid)
+    rare.drop(common)
+    loaded.postings, loaded.rare = dict(built), rare
+    loaded.speakers = {rowid: speaker_label(text) for rowid, text in current.items()}
+
+
+def _pairs(text: str) -> list[str]:
+    return _items_of(entry_words(text))[1]
 
 
 def _update(loaded: _Loaded, embedder: Embedder) -> None:
@@ -242,39 +293,56 @@ def _update(loaded: _Loaded, embedder: Embedder) -> None:
     of a text, because ``entries`` reuses the rowids of the last rows deleted (editing the
     newest observation gives its new text the old rowid). Only the entries whose text is new or
     gone under a rowid are tokenized. The postings lists touched are replaced, not changed in
-    place, so a ``Vocabulary`` handed out before keeps its holders."""
+    place, so a ``Vocabulary`` handed out before keeps its holders. A rare phrase that an added
+    entry makes held by ``PHRASE_MIN`` entries moves to ``postings``."""
     import bisect
 
     conn = loaded.conn
     current = {int(rowid): str(text) for rowid, _, text in conn.execute(ENTRIES_SQL)}
+    stored = _stored_items(conn, embedder)
     old = loaded.texts
     gone = [rowid for rowid, text in old.items() if current.get(rowid) != text]
     added = [rowid for rowid, text in current.items() if old.get(rowid) != text]
     entries_changed = bool(gone or added)
-    if not old:  # the first read: every entry in rowid order, appended as it comes
-        built: defaultdict[str, list[int]] = defaultdict(list)
-        for rowid, text in current.items():
-            for item in _held(text):
-                built[item].append(rowid)
-        loaded.postings = dict(built)
-        loaded.speakers = {rowid: speaker_label(text) for rowid, text in current.items()}
+    if loaded.rare is None:
+        _first_read(loaded, current, stored)
         gone, added = [], []
+    rare = loaded.rare
+    assert rare is not None
+    rare.texts = current  # the texts its holders are checked against: the index's now
     postings, speakers = loaded.postings, dict(loaded.speakers) if gone or added else None
     touched: dict[str, list[int]] = {}
+
+    def listed(item: str) -> list[int] | None:
+        """``item``'s list in ``touched`` (copied there first), None for a rare phrase."""
+        held = touched.get(item)
+        if held is None and (" " not in item or item in postings):
+            held = touched[item] = list(postings.get(item, ()))
+        return held
+
     for rowid in gone:
         for item in _held(old[rowid]):
-            held = touched.get(item)
+            held = listed(item)
             if held is None:
-                held = touched[item] = list(postings.get(item, ()))
-            del held[bisect.bisect_left(held, rowid)]
+                rare.remove(item, rowid)
+            else:
+                del held[bisect.bisect_left(held, rowid)]
         if speakers is not None:
             del speakers[rowid]
     for rowid in added:
         text = current[rowid]
         for item in _held(text):
-            held = touched.get(item)
+            held = listed(item)
             if held is None:
-                held = touched[item] = list(postings.get(item, ()))
+                # The key's list is a superset of the phrase's holders: often short enough.
+                found = rare.listed(rare.key(item))
+                if len(found) + 1 >= PHRASE_MIN:
+                    found = rare.holders(item)
+                if len(found) + 1 < PHRASE_MIN:
+                    rare.add(item, rowid)
+                    continue
+                rare.take(item, found)
+                held = touched[item] = found
             bisect.insort(held, rowid)
         if speakers is not None:
             speakers[rowid] = speaker_label(text)
@@ -287,19 +355,16 @@ def _update(loaded: _Loaded, embedder: Embedder) -> None:
     if speakers is not None:
         loaded.speakers = speakers
     vocabulary = loaded.vocabulary
-    stored = {
-        str(item): int(dim)
-        for item, dim in conn.execute(
-            "SELECT item, dim FROM vocabulary WHERE model = ?", (embedder.name,)
-        )
-    }
     if vocabulary is None or stored != loaded.stored:
         vocabulary = _read_items(conn, embedder, vocabulary)
         loaded.stored = stored
     elif not entries_changed:
         return
     if vocabulary is not None:
-        holders = [postings.get(item, []) for item in vocabulary.items]
+        holders = [
+            postings.get(item, []) if item in postings or " " not in item else rare.holders(item)
+            for item in vocabulary.items
+        ]
         vocabulary = replace(vocabulary, holders=holders, speakers=loaded.speakers)
     loaded.vocabulary = vocabulary
 
