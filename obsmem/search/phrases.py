@@ -4,9 +4,10 @@
 memory, so that an item embedded later needs no scan of the entries. Most phrases are held by
 one or two entries, and one Python list per phrase (with its key and its dict slot) costs about
 200 bytes: 150 MB at 100,000 entries, for phrases that seldom become items (an item is a phrase
-seen ``vocabulary.PHRASE_MIN`` times). ``RarePhrases`` keeps those instead as one (key, rowid) pair per holder in
-two int64 arrays sorted together (16 bytes a pair, plus one byte that says it still holds), the
-key being the phrase's ``hash`` (this process's string hash: the arrays live in memory only).
+seen ``vocabulary.PHRASE_MIN`` times). ``RarePhrases`` keeps those instead as one (key, rowid)
+pair per holder in two int64 arrays sorted together (16 bytes a pair, plus one byte that says it
+still holds), the key being the phrase's ``hash`` (this process's string hash: the arrays live
+in memory only).
 
 Two phrases can share a key, so what the arrays give for a key is a superset: ``holders``
 keeps only the entries whose text (``texts``, kept current by the owner) holds the phrase
