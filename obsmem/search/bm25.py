@@ -85,6 +85,7 @@ __all__ = [
     "COLD_RERANK_NOTE",
     "ENTRY_COLUMNS",
     "NEARBY_LINES",
+    "ROWS_SQL",
     "ROW_SQL",
     "SECTION_WEIGHT",
     "TEXT_WEIGHT",
@@ -153,6 +154,8 @@ LIMIT ?
 
 #: The same columns as ``_SQL`` for one entry by rowid (raw score 0), for hits BM25 did not find.
 ROW_SQL = f"SELECT 0.0, {_COLUMNS}, e.rowid FROM entries AS e WHERE e.rowid = ?"
+#: ``ROW_SQL`` for many rowids at once: ``marks`` is one ``?`` per rowid, comma-separated.
+ROWS_SQL = f"SELECT 0.0, {_COLUMNS}, e.rowid FROM entries AS e WHERE e.rowid IN ({{marks}})"
 
 
 @dataclass(frozen=True)

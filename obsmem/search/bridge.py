@@ -74,7 +74,12 @@ def item_scores(
     for the items sharing a stem word with them."""
     import numpy as np
 
-    scores: npt.NDArray[np.float32] = (vocabulary.matrix @ vectors.T).max(axis=1)
+    products = vocabulary.matrix @ vectors.T
+    # Column by column: ``max(axis=1)`` over a few columns walks them slowly (1.2 ms of CPU at
+    # 30,000 items), and a maximum is exact either way.
+    scores: npt.NDArray[np.float32] = products[:, 0].copy()
+    for column in range(1, products.shape[1]):
+        np.maximum(scores, products[:, column], out=scores)
     own = [i for word in vocabulary.stem_words(words) for i in vocabulary.by_stem.get(word, ())]
     scores[own] = np.float32(-1.0)
     return scores

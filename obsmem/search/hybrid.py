@@ -55,7 +55,7 @@ from datetime import date as Date
 from typing import TYPE_CHECKING
 
 from obsmem.search.bm25 import (
-    ROW_SQL,
+    ROWS_SQL,
     Hit,
     Ranking,
     Scored,
@@ -401,12 +401,14 @@ def hybrid_rows(
 def _fetch_rows(
     conn: sqlite3.Connection, rows: dict[int, tuple[object, ...]], rowids: Sequence[int]
 ) -> None:
-    """Add to ``rows`` the result rows of those of ``rowids`` it lacks (entries still there)."""
-    for rowid in rowids:
-        if rowid not in rows:
-            found = conn.execute(ROW_SQL, (rowid,)).fetchone()
-            if found is not None:
-                rows[rowid] = tuple(found)
+    """Add to ``rows`` the result rows of those of ``rowids`` it lacks (entries still there),
+    in one query per ``_CHUNK`` (one per rowid cost about 15 µs each, 50 or more a query)."""
+    lacking = list(dict.fromkeys(rowid for rowid in rowids if rowid not in rows))
+    for first in range(0, len(lacking), _CHUNK):
+        chunk = lacking[first : first + _CHUNK]
+        sql = ROWS_SQL.format(marks=", ".join("?" for _ in chunk))
+        for found in conn.execute(sql, chunk):
+            rows[int(found[-1])] = tuple(found)
 
 
 def _boosted(

@@ -426,16 +426,25 @@ def two_stage_top(
     if context:
         assert neighbours is not None
         approx = with_context(approx, neighbours, context_weight)
-    among = np.arange(len(approx)) if allowed is None else allowed
-    if candidates < len(among):
-        picked = np.sort(among[np.argpartition(-approx[among], candidates - 1)[:candidates]])
+    size = len(approx)
+    if allowed is None and candidates < size:
+        # The same partition as over ``approx[arange(size)]``, without that copy.
+        picked = np.sort(np.argpartition(-approx, candidates - 1)[:candidates])
+    elif allowed is None:
+        picked = np.arange(size)
+    elif candidates < len(allowed):
+        picked = np.sort(allowed[np.argpartition(-approx[allowed], candidates - 1)[:candidates]])
     else:
-        picked = among
-    scores = np.zeros(len(approx), dtype=np.float32)
+        picked = allowed
+    scores = np.zeros(size, dtype=np.float32)
     if context:
         assert neighbours is not None
         near = neighbours.links[:, picked].ravel()
-        needed = np.union1d(picked, near[near < len(approx)])
+        # The rows picked and their neighbours, ascending, once each (a mask: no sort).
+        marked = np.zeros(size + 1, dtype=np.bool_)
+        marked[picked] = True
+        marked[near] = True  # "no neighbour" is ``size``: the mask's extra last place
+        needed = np.flatnonzero(marked[:size])
         scores[needed] = matrix[needed] @ query
         scores = with_context(scores, neighbours, context_weight, rows=picked)
     else:
