@@ -19,7 +19,9 @@ vocabulary is embedded once, alone, as a query is:
   in a process, then keeps them: after a write (``om observe`` beside an MCP server or the
   daemon) it reads every entry's rowid and text but tokenizes only the entries whose text is
   new or gone under its rowid, and reads the vectors of new items only. The result is the same
-  as a fresh read's (a test compares them after adds, edits, removals and new items).
+  as a fresh read's (a test compares them after adds, edits, removals and new items). The
+  search daemon (and the resident processes running one) calls it in its warm-up and after
+  each embedding pass, so that its queries find it read (``daemon.py``).
 - Which entries hold each word and phrase is kept for all of them, so that an item embedded
   later needs no scan; the phrases fewer than ``PHRASE_MIN`` entries hold (most phrases) are
   kept as compact pairs of numbers rather than a list each (``phrases.py``): at 100,000 entries
