@@ -214,9 +214,11 @@ class SearchDaemon:
         """Bring the vocabulary the bridge reads up to date on the kept connection, so that the
         first query with a category word ("what pets ...") costs what the next one does rather
         than seconds at 100,000 entries (``vocabulary.load_vocabulary``: every entry read and
-        tokenized once, then only what changed). Nothing while the bridge is off."""
-        embedder, kept = self._embedder, self._kept
-        if embedder is None or kept is None or self.settings.search_vocab_bridge_weight <= 0:
+        tokenized once, then only what changed). Nothing while the bridge is off or bounded to
+        no item (no vocabulary is ever embedded then)."""
+        embedder, kept, settings = self._embedder, self._kept, self.settings
+        off = settings.search_vocab_bridge_weight <= 0 or settings.search_vocab_max_items <= 0
+        if embedder is None or kept is None or off:
             return
         from obsmem.search.vocabulary import load_vocabulary
 

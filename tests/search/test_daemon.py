@@ -164,6 +164,29 @@ def test_the_vocabulary_is_read_before_the_first_query_with_a_category_word(
         assert tokenized == []
 
 
+@pytest.mark.parametrize("setting", ["OM_SEARCH_VOCAB_BRIDGE_WEIGHT", "OM_SEARCH_VOCAB_MAX_ITEMS"])
+def test_with_the_bridge_off_the_daemon_reads_no_vocabulary(
+    memory: MemoryStore, monkeypatch: pytest.MonkeyPatch, setting: str
+) -> None:
+    from obsmem.search import vocabulary as vocabulary_module
+
+    tokenized: list[str] = []
+
+    def counted(text: str) -> set[str]:
+        tokenized.append(text)
+        return set()
+
+    monkeypatch.setattr(vocabulary_module, "_held", counted)
+    monkeypatch.setenv(setting, "0")
+    with daemon_thread(memory) as daemon:
+        until(
+            lambda: daemon.progress["embedded"] == 3 and daemon.progress["running"] is False,
+            "the background embedding",
+        )
+        assert search()[0]["text"] == TEXTS[0]
+        assert tokenized == []
+
+
 def test_the_daemon_leaves_when_idle(memory: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OM_SEARCH_DAEMON_IDLE_MINUTES", "0.05")
     daemon = SearchDaemon(memory, load_settings())
