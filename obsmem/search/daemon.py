@@ -20,7 +20,8 @@ loading an embedding model for seconds; the first such search starts it. The dae
   answered meanwhile, ranking what is embedded, BM25 finding the rest; ``status`` reports the
   progress (``om status`` shows it). After each query and each ``embed`` it looks again (at
   most every few seconds), so what ``om observe`` writes is embedded soon after; a pass that
-  found the index changed ends by bringing the kept connection's vocabulary up to date;
+  found the index changed ends with the warm-up again, so the kept connection's vectors and
+  vocabulary are read before the next query needs them;
 - exits after ``OM_SEARCH_DAEMON_IDLE_MINUTES`` without a query, when its install changes
   (``client.install_stamp``), when its socket is removed or replaced, on ``stop``, and on
   SIGTERM; it removes its socket on the way out.
@@ -446,8 +447,9 @@ class SearchDaemon:
         if words:
             log(f"embedded {words} vocabulary item{'' if words == 1 else 's'}")
         # The index changed (entries, vectors or items): the queries' connection reads what
-        # changed now, in the background, not in the next query with a category word.
-        self._preload()
+        # changed now, in the background, not in the next query: the vectors' snapshot (seconds
+        # at 100,000 entries) by the warm-up query, the vocabulary by its preload.
+        self._warm_up()
         return conn, (inode, *self._state(conn))
 
     @staticmethod

@@ -187,6 +187,30 @@ def test_with_the_bridge_off_the_daemon_reads_no_vocabulary(
         assert tokenized == []
 
 
+def test_after_a_write_the_vectors_are_read_before_the_next_query(
+    memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from obsmem.search.vectors import VectorStore
+
+    reads: list[int] = []  # every full read of the vectors' snapshot
+    matrix = VectorStore._matrix
+
+    def counted(self: VectorStore) -> Any:
+        reads.append(1)
+        return matrix(self)
+
+    monkeypatch.setattr(VectorStore, "_matrix", counted)
+    with daemon_thread(memory) as daemon:
+        until(lambda: _pass_done(daemon.progress), "the background embedding")
+        cat = "The office cat sleeps on the windowsill"
+        memory.add_observations([new_observation(cat, date="2026-12-01")])
+        assert client.ask_to_embed(memory, load_settings())
+        until(lambda: _pass_done(daemon.progress, 4), "the new entry embedded")
+        reads.clear()
+        assert search("kitten napping")[0]["text"] == cat
+        assert reads == []  # the pass read them in the background, not this query
+
+
 def test_the_daemon_leaves_when_idle(memory: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OM_SEARCH_DAEMON_IDLE_MINUTES", "0.05")
     daemon = SearchDaemon(memory, load_settings())
