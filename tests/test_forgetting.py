@@ -1,7 +1,7 @@
 """``obsmem.forget``: a memory removed from every place om keeps it, and kept from coming back.
 
 The demo's Claude Code transcript is observed with the offline rules and reflected, so the
-commitment "Remember to write the migration guide before the 1.0 release on December 5th." lives
+plan "User plans: write the migration guide before the 1.0 release on December 5th." lives
 in observations.md, in a reflection line that cites it, on two vault pages, in active.md's open
 loops, in context.json, in the index and in the transcript turns of its line.
 """
@@ -31,10 +31,10 @@ from obsmem.search.indexing import embed_index, reindex
 from obsmem.search.recall import get_entries
 from obsmem.settings import Settings, load_settings
 
-TARGET = "e5yzqwgzwg"
+TARGET = "vv6t2p207j"
 TEXT = b"before the 1.0 release on December 5th"  # in the observation and in its transcript turn
-REFLECTION = "mt9cvp3pt1"  # the reflection line that cites the target
-OTHER = "06tc1x0j9d"  # another observation, which must stay
+REFLECTION = "43csykc63n"  # the reflection line that cites the target
+OTHER = "167bnqsyx2"  # another observation, which must stay
 
 
 @pytest.fixture
@@ -239,8 +239,8 @@ def test_query_forgets_only_the_hits_holding_every_word(
     store, _ = observed
     report = forget(store, query="migration guide December")
     assert TARGET in report.ids
-    assert "2d4k0ed3n1" not in report.ids  # "I'll write the migration guide myself": no December
-    assert "2d4k0ed3n1" in store.read_observations().ids()
+    assert "rrqhv37vpv" not in report.ids  # "I'll write the migration guide myself": no December
+    assert "rrqhv37vpv" in store.read_observations().ids()
     assert holding(store, TEXT) == []
     nothing = forget(store, query="zebra unicorn")
     assert nothing.empty and nothing.ids == []
