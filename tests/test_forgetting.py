@@ -385,3 +385,43 @@ def test_a_line_without_a_block_id_is_found_through_the_index(
     report = forget(store, [entry_id])
     assert report.files == ["archive/observations/2026-10.md"]
     assert line.encode() not in month.read_bytes()
+
+
+def _session_saying(claude: Path, text: str) -> None:
+    """A Claude Code session of today whose one request is ``text``: the offline rules observe it
+    and put it in the day's Current Context too (the session's active task)."""
+    folder = claude / "projects" / "-home-dev-proj"
+    folder.mkdir(parents=True)
+    moment = date.today().isoformat() + "T09:00:00Z"
+    records = [
+        {"type": "user", "message": {"role": "user", "content": text}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Noted."}]}},
+    ]  # fmt: skip
+    with (folder / "s.jsonl").open("w", encoding="utf-8") as out:
+        for n, record in enumerate(records):
+            record |= {"uuid": f"u{n}", "sessionId": "s1", "cwd": "/home/dev/proj",
+                       "timestamp": moment}  # fmt: skip
+            out.write(json.dumps(record) + "\n")
+
+
+@pytest.mark.parametrize("by", ["id", "query"])
+def test_the_current_context_quoting_a_forgotten_memory_loses_that_bullet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by: str
+) -> None:
+    secret = "we will use zebrafish-cobalt as the queue broker for billing"
+    claude = tmp_path / "claude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    _session_saying(claude, f"I decided: {secret}.")
+    store = MemoryStore(tmp_path / "mem").ensure()
+    settings = load_settings({"OM_LLM_PROVIDER": "none"})
+    run_observe(store, settings, flush=True, provider=None)
+    (target,) = [o.id for o in store.read_observations().observations if secret in o.text]
+    assert secret in store.observations_path.read_text(encoding="utf-8").split("### Obs")[0]
+
+    report = forget(store, [target]) if by == "id" else forget(store, query="zebrafish cobalt")
+
+    assert target in report.ids
+    # Not in memory, nor in the prepared startup context (context.json, context.rendered).
+    assert holding(store, b"zebrafish") == []
+    assert "### Current Context" in store.observations_path.read_text(encoding="utf-8")
