@@ -17,8 +17,11 @@ from all of them, in an order a crash cannot undo:
 A run killed after step 1 is finished by running it again: the tombstoned ids are no longer in
 memory and are reported as already forgotten, while steps 2 and 3 run once more.
 
-Only lines that carry an id are touched: a hand-written line that does not is kept as it is, and
-so is a day's Current Context. Forgetting a reflection line (or any line that cites observations)
+Only lines that carry an id are touched: a hand-written line that does not is kept as it is. The
+one exception is a day's Current Context, which om writes from the same turns (the session's
+active task often is the request an observation quotes): a bullet of it that quotes a forgotten
+line (or holds every word of the query) goes too, else the startup context would serve the text
+straight back. Forgetting a reflection line (or any line that cites observations)
 forgets the observations it cites too, since the line states their fact. Claude Code's own
 auto-memory files are searched but never edited by om: their entries are refused with a note.
 """
@@ -38,7 +41,7 @@ from obsmem.index.query import query_tokens
 from obsmem.index.sync import RefreshReport, entry_kind, refresh
 from obsmem.index.turns import TurnStore
 from obsmem.memory.ledger import append_forgotten, forgotten_ids, read_ledger, scrub_lines
-from obsmem.memory.markdown import decode, encode, split_lines
+from obsmem.memory.markdown import BULLET, body, decode, encode, split_lines
 from obsmem.memory.observations import parse_observations
 from obsmem.memory.sections import parse_sections
 from obsmem.memory.store import SECTION_FILES, MemoryStore
@@ -49,6 +52,7 @@ __all__ = ["ForgetReport", "ForgottenLine", "forget"]
 _ID = re.compile(r"^[0-9a-z]{6,16}$")
 _OBSERVATION_KINDS = ("observation", "archive")
 _WORD = re.compile(r"[^\W_]+")
+_CONTEXT_BULLET = re.compile(r"^\*\*[^*]+?:?\*\*:?\s*(?P<value>.*)$")
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,8 @@ class ForgetReport:
     vectors: int = 0
     skipped: list[dict[str, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: Current Context bullets removed for quoting a forgotten line: ``file:line``.
+    contexts: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -119,6 +125,8 @@ class _File:
     rel: str
     lines: list[str]
     items: list[_Item]
+    #: Current Context bullets (observation files): 0-based line index and the bullet's value.
+    contexts: list[tuple[int, str]] = field(default_factory=list)
 
 
 def normalise_ids(ids: Iterable[str]) -> list[str]:
@@ -135,17 +143,27 @@ def normalise_ids(ids: Iterable[str]) -> list[str]:
 def _parse_file(path: Path, rel: str, kind: str, data: bytes) -> _File:
     """One memory file with the id-carrying lines in it, as ``sync`` indexes them."""
     items: list[_Item] = []
+    contexts: list[tuple[int, str]] = []
     if kind in _OBSERVATION_KINDS:
-        for obs in parse_observations(data).observations:
+        doc = parse_observations(data)
+        for obs in doc.observations:
             assert obs.line is not None and obs.line_end is not None
             items.append(_Item(obs.id, frozenset(), obs.line - 1, obs.line_end, obs.line,
                                obs.text))  # fmt: skip
+        for day in doc.days:
+            if day.context_start is None:
+                continue
+            for index in range(day.context_start + 1, day.context_end or day.end):
+                bullet = BULLET.match(body(doc.lines[index]))
+                m = _CONTEXT_BULLET.match(bullet.group("rest").strip()) if bullet else None
+                if m is not None:
+                    contexts.append((index, m.group("value")))
     else:
         for entry in parse_sections(data, kind=SECTION_FILES.get(rel, rel)).entries:
             own = entry.cites[0] if kind == "vault" and len(entry.cites) == 1 else entry.id
             items.append(_Item(own, frozenset(entry.cites), entry.line - 1, entry.line,
                                entry.line, entry.text))  # fmt: skip
-    return _File(path, rel, split_lines(decode(data)[0]), items)
+    return _File(path, rel, split_lines(decode(data)[0]), items, contexts)
 
 
 class _Files:
@@ -230,8 +248,28 @@ def _hits(files: list[_File], ids: set[str]) -> dict[str, list[_Item]]:
     return out
 
 
-def _without(lines: list[str], items: list[_Item]) -> bytes:
-    drop = {index for item in items for index in range(item.start, item.end)}
+def _words(text: str) -> str:
+    return " " + " ".join(_WORD.findall(text.casefold())) + " "
+
+
+def _quoting(f: _File, texts: list[str], tokens: list[str]) -> list[int]:
+    """The Current Context bullets of ``f`` that quote one of the forgotten ``texts`` (a value of
+    three words or more found whole in one, or holding one whole) or hold every query word."""
+    said = [_words(text) for text in texts]
+    out: list[int] = []
+    for index, value in f.contexts:
+        words = _words(value)
+        if words.strip() and (
+            (words.count(" ") > 3 and any(words in text for text in said))
+            or any(text.strip() and text in words for text in said)
+            or (tokens and _matches_all(tokens, value))
+        ):
+            out.append(index)
+    return out
+
+
+def _without(lines: list[str], items: list[_Item], also: Iterable[int] = ()) -> bytes:
+    drop = {index for item in items for index in range(item.start, item.end)} | set(also)
     return encode("".join(line for index, line in enumerate(lines) if index not in drop))
 
 
@@ -364,14 +402,18 @@ def _plan(
     every = _expand(files, set(present))
     report.ids = present + sorted(every - set(present))
     hits = _hits(files, every)
+    texts = [item.text for found_here in hits.values() for item in found_here]
+    tokens = query_tokens(report.query) if report.query else []
     out: dict[str, tuple[Path, bytes]] = {}
     for f in files:
-        if f.rel in hits:
+        quoting = _quoting(f, texts, tokens) if texts else []
+        report.contexts += [f"{f.rel}:{index + 1}" for index in quoting]
+        if f.rel in hits or quoting:
             report.lines += [
                 ForgottenLine(item.id, f.rel, item.line, item.text, tuple(sorted(item.cites)))
-                for item in hits[f.rel]
+                for item in hits.get(f.rel, ())
             ]
-            out[f.rel] = (f.path, _without(f.lines, hits[f.rel]))
+            out[f.rel] = (f.path, _without(f.lines, hits.get(f.rel, []), quoting))
     return out
 
 

@@ -1,7 +1,7 @@
 """``obsmem.forget``: a memory removed from every place om keeps it, and kept from coming back.
 
 The demo's Claude Code transcript is observed with the offline rules and reflected, so the
-commitment "Remember to write the migration guide before the 1.0 release on December 5th." lives
+plan "User plans: write the migration guide before the 1.0 release on December 5th." lives
 in observations.md, in a reflection line that cites it, on two vault pages, in active.md's open
 loops, in context.json, in the index and in the transcript turns of its line.
 """
@@ -31,10 +31,10 @@ from obsmem.search.indexing import embed_index, reindex
 from obsmem.search.recall import get_entries
 from obsmem.settings import Settings, load_settings
 
-TARGET = "e5yzqwgzwg"
+TARGET = "vv6t2p207j"
 TEXT = b"before the 1.0 release on December 5th"  # in the observation and in its transcript turn
-REFLECTION = "mt9cvp3pt1"  # the reflection line that cites the target
-OTHER = "06tc1x0j9d"  # another observation, which must stay
+REFLECTION = "43csykc63n"  # the reflection line that cites the target
+OTHER = "167bnqsyx2"  # another observation, which must stay
 
 
 @pytest.fixture
@@ -239,8 +239,8 @@ def test_query_forgets_only_the_hits_holding_every_word(
     store, _ = observed
     report = forget(store, query="migration guide December")
     assert TARGET in report.ids
-    assert "2d4k0ed3n1" not in report.ids  # "I'll write the migration guide myself": no December
-    assert "2d4k0ed3n1" in store.read_observations().ids()
+    assert "rrqhv37vpv" not in report.ids  # "I'll write the migration guide myself": no December
+    assert "rrqhv37vpv" in store.read_observations().ids()
     assert holding(store, TEXT) == []
     nothing = forget(store, query="zebra unicorn")
     assert nothing.empty and nothing.ids == []
@@ -385,3 +385,43 @@ def test_a_line_without_a_block_id_is_found_through_the_index(
     report = forget(store, [entry_id])
     assert report.files == ["archive/observations/2026-10.md"]
     assert line.encode() not in month.read_bytes()
+
+
+def _session_saying(claude: Path, text: str) -> None:
+    """A Claude Code session of today whose one request is ``text``: the offline rules observe it
+    and put it in the day's Current Context too (the session's active task)."""
+    folder = claude / "projects" / "-home-dev-proj"
+    folder.mkdir(parents=True)
+    moment = date.today().isoformat() + "T09:00:00Z"
+    records = [
+        {"type": "user", "message": {"role": "user", "content": text}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Noted."}]}},
+    ]  # fmt: skip
+    with (folder / "s.jsonl").open("w", encoding="utf-8") as out:
+        for n, record in enumerate(records):
+            record |= {"uuid": f"u{n}", "sessionId": "s1", "cwd": "/home/dev/proj",
+                       "timestamp": moment}  # fmt: skip
+            out.write(json.dumps(record) + "\n")
+
+
+@pytest.mark.parametrize("by", ["id", "query"])
+def test_the_current_context_quoting_a_forgotten_memory_loses_that_bullet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by: str
+) -> None:
+    secret = "we will use zebrafish-cobalt as the queue broker for billing"
+    claude = tmp_path / "claude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    _session_saying(claude, f"I decided: {secret}.")
+    store = MemoryStore(tmp_path / "mem").ensure()
+    settings = load_settings({"OM_LLM_PROVIDER": "none"})
+    run_observe(store, settings, flush=True, provider=None)
+    (target,) = [o.id for o in store.read_observations().observations if secret in o.text]
+    assert secret in store.observations_path.read_text(encoding="utf-8").split("### Obs")[0]
+
+    report = forget(store, [target]) if by == "id" else forget(store, query="zebrafish cobalt")
+
+    assert target in report.ids
+    # Not in memory, nor in the prepared startup context (context.json, context.rendered).
+    assert holding(store, b"zebrafish") == []
+    assert "### Current Context" in store.observations_path.read_text(encoding="utf-8")

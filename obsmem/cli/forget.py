@@ -63,6 +63,8 @@ def render_done(report: ForgetReport) -> str:
     ]
     if report.vectors:
         places.append(f"{report.vectors} vector(s)")
+    if report.contexts:
+        places.append(f"{len(report.contexts)} Current Context bullet(s) quoting it")
     lines.append("removed " + ", ".join(places))
     if report.derived:
         lines.append(f"regenerated {', '.join(report.derived)}")

@@ -214,11 +214,13 @@ _SEP_PROSE = re.compile(
     re.IGNORECASE,
 )
 _BARE_PROSE = re.compile(r"[^\s`'\"]{6,200}")
-# ``password: str = "x"``: a type annotation between the key and its value.
+# ``password: str = "x"``: a type annotation between the key and its value. An "=" glued to
+# the "type" and followed by a blank or the line's end is base64 padding of a YAML value
+# (``password: cHUz...GM=`` in a Kubernetes Secret), not an assignment.
 _TYPE = r"[A-Za-z_][\w.]{0,40}(?:\[[\w., |]{0,60}\])?"
 _SEP_ANNOTATED = re.compile(
     rf"[ \t]{{0,10}}:[ \t]{{0,10}}{_TYPE}(?:[ \t]{{0,5}}\|[ \t]{{0,5}}{_TYPE}){{0,3}}"
-    r"[ \t]{0,10}=(?!=)[ \t]{0,10}"
+    r"(?:[ \t]{1,10}=(?!=)[ \t]{0,10}|=(?=[^=\s]))"
 )
 _SEP_FLAG = re.compile(r"=|[ \t]{1,10}")
 _QUOTED = {

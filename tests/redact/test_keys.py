@@ -47,3 +47,32 @@ def test_a_value_that_almost_reads_as_a_version_is_judged_without_backtracking()
 @pytest.mark.parametrize("version", ["v2.10.3-rc1", "1.2.3", "3.11.7+local.2", "2026.12.01-b4"])
 def test_versions_still_do_not_look_random(version: str) -> None:
     assert not looks_random(version)
+
+
+# A Kubernetes Secret's data and other YAML: the value is base64 with its "=" padding, and the
+# "=" must not read as the start of a value after a type annotation (``password: str = "x"``).
+@pytest.mark.parametrize(
+    "text",
+    [
+        "data:\n  password: cHUzdUR4WVlNZkdteldrcEFlUGM=\n",
+        "password: cHUzdUR4WVlNZkdteldrcEFlUGM=",
+        "db_password: cHUzdUR4WVlNZkdteldrcEFlUGM=",
+        "client_secret: cHUzdUR4WVlNZkdteldrcEFlUGM=\nnext: 1",
+        "api_key: c2VjcmV0LXRva2VuLTEyMzQ1Njc4OTA=  # base64",
+    ],
+)
+def test_a_colon_value_ending_in_base64_padding_is_redacted(text: str) -> None:
+    value = text.split(": ", 1)[1].split()[0]
+    assert value not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'password: str = "pu3uDxYYMfGmzWk"',
+        "password: str='pu3uDxYYMfGmzWk'",
+        "password: Optional[str] = 'pu3uDxYYMfGmzWk'",
+    ],
+)
+def test_an_annotated_assignment_still_redacts_its_value(text: str) -> None:
+    assert "pu3uDxYYMfGmzWk" not in redact(text)
