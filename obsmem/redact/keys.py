@@ -14,6 +14,8 @@ import re
 from collections import Counter
 from functools import lru_cache
 
+from obsmem.redact.rests import VAULT, block_body, own_line
+
 __all__ = [
     "KEYWORDS",
     "KEYWORD_SET",
@@ -333,6 +335,15 @@ def redact_assignments(
         if judged is None:
             continue
         kind, weak = judged
+        body = block_body(text, start, end) if not flag and ":" in text[end : end + 12] else None
+        if body is not None:  # a YAML block scalar: its lines are the value
+            secret = _secret_body(text, body, weak) if body else []
+            if body:
+                done = body[-1][1]
+            if secret:
+                spans.extend((a, b, kind) for a, b in secret)
+                counts[kind] += 1
+            continue
         found = _value_after(text, start, end, flag)
         if found is None and kind == "password" and not weak and not flag:
             found = _bare_value(text, end)
@@ -480,54 +491,20 @@ def _bare_value(text: str, pos: int) -> tuple[int, int, bool] | None:
 # or a closing quote.
 _LINE_BREAK = re.compile(r"\r?\n|\\r\\n|\\n")
 _NEXT_LINE = re.compile(r"[ \t]{0,12}([A-Za-z0-9_+/=.~\-]{4,1000})[ \t]*(\r?\n|\\[rn]|\Z|[\"'`])")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
-_HEX = re.compile(r"[0-9a-f]+\Z|[0-9A-F]+\Z")
-_DIGESTS = (40, 64)  # a commit SHA, a SHA-256 digest
-# Letters only, written as words are: lower, UPPER, Capitalised, camelCase or PascalCase parts
-# of at least two lower-case letters, snake_ or kebab-joined ("done", "EOF", "fetchToken").
-_PIECE = r"(?:[a-z]+|[A-Z]+|[A-Z][a-z]+|(?:[a-z]{2,}|[A-Z][a-z]{2,})(?:[A-Z][a-z]{2,})+)"
-_WORD = re.compile(rf"{_PIECE}(?:[_\-]{_PIECE})*\Z")
-_FILE_NAME = re.compile(r"\.[A-Za-z0-9]{1,6}\Z")
-_LOWER_PATH = re.compile(r"/?[a-z0-9_.\-]+(?:/[a-z0-9_.\-]*)+\Z")  # base64 mixes cases
-_LONG_WORD = 12
-# A short name with a number: python3, utf8, x86_64, sha256.
-_NAME = re.compile(r"[a-z]{1,6}[0-9]{1,3}(?:_[0-9]{1,3})?\Z")
 _MAX_WRAPPED = 64
 _WIDTH_MAX = 1000  # lines one wrapped value may go on over
 
 
-def _is_word(first: str, line: str) -> bool:
-    """Whether ``line`` is written as words are (see _WORD), a flag's dashes aside. A random
-    value of one case and digits may go on without a digit, so a run of one case longer than
-    the words that end a command's output ("done", "EOF") after such a value is its rest."""
-    if not _WORD.match(line.lstrip("-")):
-        return False
-    one_case = line.islower() or line.isupper()
-    return not (len(line) > _LONG_WORD and one_case and _has_digit(first))
-
-
 def _continues(first: str, line: str) -> bool:
     """Whether ``line``, alone on the line after the value part ``first``, reads as the rest of
-    it rather than a line of its own: a word (``done``, ``EOF``), another setting
-    (``NEXT_KEY=1``), a flag (``--yes``), a path, a file name, a version, a UUID, a number, a
-    short name with a number (``python3``), or a commit SHA or digest after a value that is not
-    hex itself is a line of its own."""
-    if "=" in line.rstrip("=") or line[0] == "." or _is_word(first, line):
-        return False
-    if not any(c.isalpha() for c in line) or _UUID.match(line) or _NAME.match(line):
+    it: not a line of its own (see :func:`obsmem.redact.rests.own_line`), a version or a dotted
+    name, and random with ``first``."""
+    if own_line(first, line):
         return False
     if "." in line and (_VERSION.match(line) or _DOTTED.match(line)):
         return False
-    if "/" in line and (_FILE_NAME.search(line) or _LOWER_PATH.match(line.lstrip("~"))):
-        return False  # src/obsmem/core.py, usr/local/bin: a path, not base64
-    if len(line) in _DIGESTS and _HEX.match(line) and not _HEX.match(first):
-        return False
     # looks_random takes a leading "/" for a path; base64 may start with one.
     return looks_random(first.lstrip("/") + line)
-
-
-def _has_digit(value: str) -> bool:
-    return any(c.isdigit() for c in value)
 
 
 def wrapped_value(text: str, vstart: int, vend: int) -> list[tuple[int, int]]:
@@ -565,6 +542,20 @@ def wrapped_value(text: str, vstart: int, vend: int) -> list[tuple[int, int]]:
             break  # shorter than the first line: the value's last line
         brk = _LINE_BREAK.match(text, nxt.start(2))
     return spans
+
+
+def _secret_body(text: str, body: list[tuple[int, int]], weak: bool) -> list[tuple[int, int]]:
+    """The lines of the YAML block ``body`` that hold a secret: an Ansible vault's after its
+    header (encrypted, yet what a password cracker starts from), or every line when all are
+    lone tokens (a key or token folded over lines) that make no placeholder and, for a weak key,
+    look random. Prose (``Ask Lena``) and lines already labelled stay."""
+    lines = [text[a:b] for a, b in body]
+    if lines[0].startswith(VAULT):
+        return body[1:]
+    if any(" " in line or line.startswith("[REDACTED") for line in lines):
+        return []
+    value = "".join(lines)
+    return body if not is_placeholder(value) and (not weak or looks_random(value)) else []
 
 
 def splice(text: str, spans: list[tuple[int, int, str]]) -> str:

@@ -265,4 +265,31 @@ BENIGN: tuple[str, ...] = (
     "v1.2.3-beta.4 released on 2026-11-30 (build 20261130.7)",
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  empty.tar",
     "git log --oneline 3f78685..9fceb02 -- obsmem/redact/core.py",
+    # Multi-line texts where a key's value (none, a reference, a placeholder, a YAML block of
+    # prose) is followed by lone tokens: nothing there is a value's wrapped rest.
+    "API_KEY=${API_KEY}\nSECRET_KEY=changeme\nTOKEN=\n\nDEBUG=true\nLm3Rt8ZwQ2v9Hs4N\n",
+    "$ export GITHUB_TOKEN=$(gh auth token)\n$ make\nmake: Nothing to be done for 'all'.\n",
+    'API_KEY = os.environ["API_KEY"]\nclient\n',
+    "token=\n3f786850e387550fdab836ed7e6dc881de23001b\n9fceb02d0ae598e95dc970b74767f19372d61af8\n",
+    '    "node_modules/lodash": {\n      "version": "4.17.21",\n      "integrity":\n'
+    '        "sha512-v2kDEe57lecTulaDIuNTPy3Ry4gLGJ6Z1O3vE1krgXZNrsQ+LFTGHVxVjcXPs17LhbZVGedAJv8XZ1'
+    'tvj5FvSg=="\n'
+    "    }",
+    "icon:\niVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==\n",
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n"
+    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n"
+    "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae\n",
+    "$ pip freeze\nrequests==2.31.0\nurllib3==2.1.0\npython-dotenv==1.0.0\n"
+    "-e git+https://github.com/org/repo@3f78685#egg=repo\n",
+    "$ ls\nrequirements-dev.txt\ndocker-compose.yml\npackage-lock.json\nsecrets.example.env\n"
+    "token_store.py\n__pycache__\n",
+    "REPOSITORY   TAG       IMAGE ID       CREATED\n"
+    "python       3.12      4c01db0b339c   2 weeks ago\n"
+    "ghcr.io/example-org/app@sha256:4d967e1b5ef48a1a9c4f2b3f3c6ef1b2d5a0e9f8c7b6a5d4e3f2a1b0c9d8e7f6\n",
+    "password: |\n  Ask Lena for the one in the team vault\nhost: db.internal\n",
+    "api_token: >-\n  ${GITHUB_TOKEN}\norg: acme\n",
+    "description: |\n  Rotates the signing key every 90 days\n"
+    "  and keeps the previous one for a day\n",
+    "class TokenStore:\n    def refresh(self, token: str) -> None:\n        self.token = token\n"
+    "        getElementById\n",
 )

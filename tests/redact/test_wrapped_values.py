@@ -109,3 +109,106 @@ def test_a_continuation_is_not_taken_for_a_second_value() -> None:
     # Two settings: the next key's own value is judged by its own key, not glued to the first.
     out = redact(f"DB_PASSWORD={PART1}\nAPI_TOKEN={PART2}abc\n")
     assert out == "DB_PASSWORD=[REDACTED:password]\nAPI_TOKEN=[REDACTED:token]\n"
+
+
+VALUE = f"{PART1}{PART2}Q2v9"  # a whole random value: what follows it is judged on its own
+
+#: Lone tokens a transcript holds on the line after a keyed value, each a line of its own.
+OWN_LINES = [
+    "3f78685",  # a short commit SHA (git log --format=%h, git rev-parse --short)
+    "3f786850e387",  # a container id (docker ps -q)
+    "d41d8cd98f00b204e9800998ecf8427e",  # an MD5 digest
+    "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce"
+    "47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e",  # a SHA-512 digest
+    "550e8400e29b41d4a716446655440000",  # a UUID without dashes
+    "550E8400-E29B-41D4-A716-446655440000",
+    "01HGW2N7EHJ6ZQ8Y5K3M4P9R2T",  # a ULID
+    "sha512-9tEqGkRZBWxQfQzMxAKyY4sKqgGJWl0hXmDcx3Mxt/9bYw7c3b6j0JwT7Sf2dNf4y7v2Kk8D5bF0tQ1o8d2cQ==",
+    "sha384-oqVuAfXRKap7fdgcCY5uykM6+R9GqQ8K/uxy9rx7HNQlGYl1kPzQho1wx4JwY8wC",
+    "requirements-dev.txt",  # ls output
+    "docker-compose.override.yml",
+    "my_script-v2.sh",
+    "db-01.internal.example.com",  # a host name
+    "__pycache__",
+    "coredns-5d78c9869d-4x2kp",  # a pod name
+    "get_user_by_id2",
+    "test_redact_v2",
+    "fix-issue-42",  # a branch
+    "feature/JIRA-1234-add-auth",
+    "release-2026-11-30",  # a tag
+    "us-east-1",  # a region
+    "ip-10-0-1-23",  # an EC2 host name
+    "node18-alpine3.19",  # an image tag
+    "useAuthToken",
+]
+
+
+@pytest.mark.parametrize("after", OWN_LINES)
+def test_a_lone_token_of_its_own_after_a_whole_value_stays(after: str) -> None:
+    out = redact(f"API_TOKEN={VALUE}\n{after}\nLOG_LEVEL=info")
+    assert out == f"API_TOKEN=[REDACTED:token]\n{after}\nLOG_LEVEL=info"
+
+
+@pytest.mark.parametrize("brk", ["\r\n", "\\n"], ids=["crlf", "json-escaped"])
+def test_a_short_sha_after_a_value_stays_whatever_the_break(brk: str) -> None:
+    lines = f"token={VALUE}\n3f78685\n9fceb02\n"
+    text = json.dumps({"stdout": lines}) if brk == "\\n" else lines.replace("\n", "\r\n")
+    out = redact(text)
+    assert "3f78685" in out and "9fceb02" in out and VALUE not in out, out
+
+
+@pytest.mark.parametrize(
+    ("text", "rest"),
+    [
+        # A hex value goes on in hex, a word of hex letters or a long number included.
+        ("SECRET_KEY=3f786850e387550f\ndeadbeefcafe\n", "deadbeefcafe"),
+        ("SECRET_KEY=3f786850e387550f\n80903802554\n", "80903802554"),
+        # A value of one case goes on in that case; a value of both in both.
+        ("API_KEY=k29fq7m3t8zwq2v9hs4nab7c\nx36ajmxe49kpq9vr2e3smkr0og\n", "x36ajmxe49kpq9"),
+        (f"API_KEY={PART1}\n{PART2}Hs4NaBcD\n", f"{PART2}Hs4NaBcD"),
+    ],
+    ids=["hex-word", "hex-number", "one-case", "both-cases"],
+)
+def test_a_rest_of_the_value_s_own_alphabet_goes(text: str, rest: str) -> None:
+    out = redact(text)
+    assert rest not in out and out.count("[REDACTED:") == 2, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "database:\n  password: |\n    Xk29fPq7Lm3Rt8ZwQ2v9\n  host: db\n",
+        "github:\n  api_token: >-\n    Xk29fPq7Lm3Rt8Zw\n    Q2v9Hs4NaB7c\n  org: acme\n",
+        "- password: |\r\n    Xk29fPq7Lm3Rt8ZwQ2v9\r\n- host: db\r\n",
+        json.dumps({"content": "database:\n  password: |\n    Xk29fPq7Lm3Rt8ZwQ2v9\n  host: db\n"}),
+    ],
+    ids=["literal", "folded", "list-crlf", "json-string"],
+)
+def test_a_yaml_block_value_goes_whole(text: str) -> None:
+    out = redact(text)
+    assert "Xk29fPq7" not in out and "Q2v9" not in out, out
+    assert "host: db" in out or "org: acme" in out, out
+
+
+def test_an_ansible_vault_keeps_its_header_and_loses_its_body() -> None:
+    body = "62313365396662343061393464336163383764373764613633653634306231386433626436623361"
+    vault = "db_password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n"
+    text = f"{vault}  {body}\n  {body[:40]}\nport: 5432\n"
+    out = redact(text)
+    assert out == (
+        "db_password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  [REDACTED:password]\n"
+        "  [REDACTED:password]\nport: 5432\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password: |\n  Ask Lena for the one in the team vault\nhost: db\n",  # prose
+        "api_token: >-\n  ${GITHUB_TOKEN}\norg: acme\n",  # a placeholder
+        "description: |\n  Xk29fPq7Lm3Rt8ZwQ2v9\n",  # no secret key
+        "password: |\nXk29fPq7Lm3Rt8ZwQ2v9\n",  # not indented: no block
+    ],
+)
+def test_a_yaml_block_without_a_secret_stays(text: str) -> None:
+    assert redact(text) == text
