@@ -335,16 +335,17 @@ def redact_assignments(
         if judged is None:
             continue
         kind, weak = judged
-        body = block_body(text, start, end) if not flag and ":" in text[end : end + 12] else None
-        if body is not None:  # a YAML block scalar: its lines are the value
-            secret = _secret_body(text, body, weak) if body else []
-            if body:
-                done = body[-1][1]
-            if secret:
-                spans.extend((a, b, kind) for a, b in secret)
-                counts[kind] += 1
-            continue
         found = _value_after(text, start, end, flag)
+        if found is not None and text[found[0]] in "|>!" and not flag:
+            body = block_body(text, start, end)
+            if body is not None:  # a YAML block scalar (password: |): its lines are the value
+                secret = _secret_body(text, body, weak) if body else []
+                if body:
+                    done = body[-1][1]
+                if secret:
+                    spans.extend((a, b, kind) for a, b in secret)
+                    counts[kind] += 1
+                continue
         if found is None and kind == "password" and not weak and not flag:
             found = _bare_value(text, end)
         if found is None:

@@ -17,11 +17,13 @@ import re
 
 __all__ = ["VAULT", "block_body", "own_line"]
 
+_LETTER = re.compile(r"[A-Za-z]")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
 # Hex of one case, as long as a short commit SHA or longer: a SHA, a digest, a container id.
 _HEX_LINE = re.compile(r"[0-9a-f]{7,}\Z|[0-9A-F]{7,}\Z")
 _HEX_LOWER = frozenset("0123456789abcdef")
 _HEX_UPPER = frozenset("0123456789ABCDEF")
+# A value that ends in hex of one case (eight characters at least, a letter among them).
 _HEX_END = re.compile(r"(?=[0-9]*[a-f])[0-9a-f]{8,}\Z|(?=[0-9]*[A-F])[0-9A-F]{8,}\Z")
 # A hex value's rest is all digits as often as (10/16)**n: one in 17 for six, so a number that
 # long after hex is taken for its rest, a shorter one (a port, a count) for a line of its own.
@@ -71,12 +73,13 @@ def own_line(first: str, line: str) -> bool:
     Versions and dotted names are left to the caller."""
     if "=" in line.rstrip("=") or line[0] == ".":
         return True
-    if _hex_end(first) and (set(line) <= _HEX_LOWER or set(line) <= _HEX_UPPER):
+    tail = _JOINERS.split(first[-_TAIL:])[-1]  # the value's end, a prefix aside
+    if _HEX_END.match(tail) and (set(line) <= _HEX_LOWER or set(line) <= _HEX_UPPER):
         return len(line) < _HEX_DIGITS and line.isdigit()  # hex goes on in hex ("cafe" too)
     if _is_word(first, line):
         return True
-    if not any(c.isalpha() for c in line):
-        return True
+    if _LETTER.search(line) is None:
+        return True  # a number
     if _UUID.match(line) or _NAME.match(line) or _DUNDER.match(line):
         return True
     if line.startswith("sha") and _INTEGRITY.match(line):
@@ -85,7 +88,7 @@ def own_line(first: str, line: str) -> bool:
         return True  # src/obsmem/core.py, usr/local/bin: a path, not base64
     if "." in line and _NAMED_FILE.match(line):
         return True
-    return _other_alphabet(first, line) or _written(line)
+    return _other_alphabet(tail, line) or _written(line)
 
 
 def _is_word(first: str, line: str) -> bool:
@@ -101,23 +104,19 @@ def _is_word(first: str, line: str) -> bool:
     return not (len(line) > _LONG_WORD and one_case and any(c.isdigit() for c in first))
 
 
-def _hex_end(first: str) -> bool:
-    """Whether ``first`` ends in hex of one case (eight characters at least, a letter in them)."""
-    return _HEX_END.match(_JOINERS.split(first[-_TAIL:])[-1]) is not None
-
-
-def _other_alphabet(first: str, line: str) -> bool:
-    """Whether ``line`` is drawn from another alphabet than the end of ``first``: hex of one
+def _other_alphabet(tail: str, line: str) -> bool:
+    """Whether ``line`` is drawn from another alphabet than the value's end ``tail``: hex of one
     case after an end with three characters that are not (a commit SHA, a digest, a container
     id after a base64 value); a long line of one letter case after an end with three letters
     of the other (a ULID, a pod name after a value of both cases); or a line with three letters
     of a case a long end lacks (a name after a hex or lower-case value). The end is the
     value's last characters after its last ``- _ .``: a prefix (``SK``, ``sk_live_``,
     ``xoxb-``) may be of another alphabet than the random part after it."""
-    tail = _JOINERS.split(first[-_TAIL:])[-1]
     if _HEX_LINE.match(line):
         hexes = _HEX_LOWER if line.islower() else _HEX_UPPER
         return sum(c not in hexes for c in tail) >= _TAIL_OTHERS
+    if len(tail) < _ONE_CASE_TAIL and len(line) < _ONE_CASE_MIN:
+        return False  # both short: no count tells (most lines, so the counts are spared)
     end, own = _cases(tail), _cases(line)  # (lower, upper) letters of each
     for case in (0, 1):
         one_case_end = not end[case] and len(tail) >= _ONE_CASE_TAIL
@@ -130,12 +129,8 @@ def _other_alphabet(first: str, line: str) -> bool:
 
 def _cases(text: str) -> tuple[int, int]:
     """How many lower-case and upper-case letters ``text`` holds."""
-    lower = upper = 0
-    for c in text:
-        if c.islower():
-            lower += 1
-        elif c.isupper():
-            upper += 1
+    lower: int = sum(map(str.islower, text))
+    upper: int = sum(map(str.isupper, text))
     return lower, upper
 
 
@@ -146,6 +141,8 @@ def _written(line: str) -> bool:
     lower-case letters at least. A name written in one piece of both cases (``getElementById``)
     is not told from a random rest: without a list of words, about one in a hundred random runs
     of 8 to 14 letters and digits reads as one."""
+    if _JOINERS.search(line) is None:
+        return False
     pieces = [p for p in _JOINERS.split(line) if p]
     return (
         len(pieces) > 1
