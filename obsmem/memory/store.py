@@ -8,6 +8,7 @@ and a killed writer leaves the old file or the new one.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -156,12 +157,15 @@ class MemoryStore:
         return self
 
     def memory_files(self) -> list[Path]:
-        """Every markdown file the index covers, in a stable order (missing ones left out)."""
+        """Every markdown file the index covers, in a stable order (missing ones left out).
+
+        Raises ``MemoryFileError`` when ``archive/`` or ``vault/`` (or a folder in them) cannot
+        be listed: a search or a status over part of the memory would say nothing of the rest."""
         out = [self.observations_path, *(self.home / name for name in SECTION_FILES)]
         out = [p for p in out if p.is_file()]
         for folder in (self.archive_dir, self.vault_dir):
             if folder.is_dir():
-                out.extend(sorted(p for p in folder.rglob("*.md") if p.is_file()))
+                out.extend(sorted(p for p in _markdown_under(folder) if p.is_file()))
         return out
 
     def relative(self, path: Path) -> str:
@@ -338,3 +342,19 @@ def _os_environ() -> dict[str, str]:
     import os
 
     return dict(os.environ)
+
+
+def _markdown_under(folder: Path) -> Iterator[Path]:
+    """The ``.md`` files under ``folder``, its subfolders' too; an unreadable folder is an
+    error (``Path.rglob`` would skip it without a word)."""
+
+    def refuse(exc: OSError) -> None:
+        where = exc.filename or folder
+        raise MemoryFileError(
+            f"cannot read {where}: {exc.strerror or exc}", "check its permissions"
+        ) from None
+
+    for top, _, names in os.walk(folder, onerror=refuse):
+        for name in names:
+            if name.endswith(".md"):
+                yield Path(top) / name

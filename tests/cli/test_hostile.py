@@ -125,6 +125,9 @@ def _denied(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     ("where", "args"),
     [
         ("archive", ("reflect",)),
+        ("archive", ("search", "PostgreSQL")),
+        ("archive", ("status",)),
+        ("archive", ("reindex",)),
         (".om", ("status",)),
         (".om", ("remember", "a new fact")),
         ("", ("status",)),
