@@ -206,3 +206,9 @@ def test_a_read_only_shm_left_behind_is_made_writable_again(memory: MemoryStore)
         assert shm.stat().st_mode & 0o777 == 0o600
     finally:
         conn.close()
+
+
+def test_context_with_an_unreadable_archive_still_starts_the_session(memory: MemoryStore) -> None:
+    result = _denied(memory.home / "archive", "context")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
