@@ -336,9 +336,9 @@ def plan_install(ctx: InstallContext) -> Plan:
         )
     if overridden:
         plan.warnings.append(
-            f"Codex hooks were turned off in {config} ({', '.join(overridden)}): om turned them "
-            "on so that its hooks run; om uninstall puts back what was there (to keep hooks "
-            "off, run om uninstall --codex now)"
+            f"Codex hooks were turned off in {config} ({', '.join(overridden)}): om install "
+            "turns them on so that its hooks run; om uninstall puts back what was there (to "
+            "keep hooks off, run om uninstall --codex now)"
         )
     if edits[1].changed:
         plan.notes.append(
