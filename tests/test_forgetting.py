@@ -117,8 +117,10 @@ def test_the_tombstone_keeps_the_id_and_time_but_never_the_text(
 ) -> None:
     store, _ = observed
     forget(store, [TARGET])
-    last = json.loads(store.ledger_path.read_bytes().splitlines()[-1])
-    assert set(last) == {"id", "forgotten"} and last["id"] == TARGET
+    records = [json.loads(line) for line in store.ledger_path.read_bytes().splitlines()]
+    assert {"id": TARGET, "forgotten": records[-2]["forgotten"]} == records[-2]
+    # The turn it came from: a keyed hash of its text, never the text.
+    assert set(records[-1]) == {"forgotten", "turn"} and len(records[-1]["turn"]) == 32
     assert TEXT not in store.ledger_path.read_bytes()
     assert TARGET in forgotten_ids(store.ledger_path)
     assert TARGET not in read_ledger(store.ledger_path)[0]
