@@ -519,6 +519,8 @@ def _listed(turn: KeptTurn, tokens: list[str]) -> ForgottenTurn:
     folded = text.casefold()
     found = [folded.find(t) for t in tokens if t in folded]
     start = max(0, min(found, default=0) - 30) if len(folded) == len(text) else 0
+    if start:
+        start = text.find(" ", start, min(found)) + 1  # from a word's start (0: from the first)
     excerpt = text[start : start + _EXCERPT_CHARS]
     if start:
         excerpt = "…" + excerpt

@@ -55,11 +55,20 @@ def render_plan(report: ForgetReport) -> str:
     return "\n".join(out)
 
 
+def _headline(verb: str, report: ForgetReport) -> str:
+    """``forgot N memories: ids, and M transcript turn(s) holding every word of 'Q'``."""
+    turns = f"{len(report.raw_turns)} transcript turn(s) holding every word of {report.query!r}"
+    if not report.ids:
+        return f"{verb} {turns}"
+    head = f"{verb} {_memories(len(report.ids))}: {', '.join(report.ids)}"
+    return f"{head}, and {turns}" if report.raw_turns else head
+
+
 def _what(report: ForgetReport) -> str:
-    """``N memories`` and/or ``M transcript turn(s)`` holding the query's words."""
+    """``N memories`` and/or ``M transcript turn(s)``, for the question."""
     parts = [_memories(len(report.ids))] if report.ids or not report.raw_turns else []
     if report.raw_turns:
-        parts.append(f"{len(report.raw_turns)} transcript turn(s) holding every word")
+        parts.append(f"{len(report.raw_turns)} transcript turn(s)")
     return " and ".join(parts)
 
 
@@ -69,7 +78,7 @@ def render_done(report: ForgetReport) -> str:
         done = f"; removed {report.turns} transcript turn(s) left behind" if report.turns else ""
         gone = ", ".join(report.already_forgotten)
         return f"nothing left to forget: {gone} already forgotten{done}"
-    lines = [f"forgot {_what(report)}: {', '.join(report.ids)}".rstrip(": "), render_plan(report)]
+    lines = [_headline("forgot", report), render_plan(report)]
     places = [
         f"{len(report.lines)} line(s) from {len(report.files)} file(s)",
         f"{report.turns} transcript turn(s)",
@@ -143,7 +152,7 @@ def forget(app: App, ids: tuple[str, ...], query: str | None, limit: int, dry_ru
         _show(report, as_json, f"nothing to forget: no memory holds every word of {query!r}")
     elif dry_run:
         text = (
-            f"would forget {_what(report)}: {', '.join(report.ids)}".rstrip(": ") + "\n"
+            f"{_headline('would forget', report)}\n"
             f"{render_plan(report)}\n"
             f"and {report.turns} transcript turn(s); nothing was changed (--dry-run)"
         )

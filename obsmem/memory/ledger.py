@@ -131,7 +131,9 @@ def turn_key(path: Path, *, create: bool = False) -> bytes | None:
 def turn_digest(key: bytes, text: str) -> str:
     """The keyed hash of a turn's text, normalised (Unicode NFKC, case folded, whitespace runs
     as one space), so the same words read again from any copy give the same hash."""
-    normal = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    if not text.isascii():  # NFKC leaves ASCII as it is: most turns skip its cost
+        text = unicodedata.normalize("NFKC", text)
+    normal = " ".join(text.casefold().split())
     return hashlib.blake2b(
         normal.encode("utf-8", "surrogatepass"), key=key, digest_size=16
     ).hexdigest()

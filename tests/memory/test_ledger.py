@@ -118,6 +118,7 @@ def test_a_turn_tombstone_is_a_keyed_hash_of_the_normalised_text(tmp_path: Path)
     text = "OK, noted zebrafish-cobalt."
     digest = turn_digest(key, text)
     assert turn_digest(key, "  ok,  NOTED\tzebrafish-cobalt. ") == digest  # case, spacing
+    assert turn_digest(key, "\uff2f\uff2b, noted zebrafish-cobalt.") == digest  # full-width OK
     assert turn_digest(key, "OK, noted zebrafish-cobalt!") != digest
     assert turn_digest(bytes(32), text) != digest  # another memory's key: another hash
     assert digest != hashlib.blake2b(b"ok, noted zebrafish-cobalt.", digest_size=16).hexdigest()
