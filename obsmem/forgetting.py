@@ -9,8 +9,11 @@ from all of them, in an order a crash cannot undo:
 1. under the memory lock: find every line that carries one of the ids (as its own id or as a
    citation), write a tombstone per id to the ledger (id and time, never the text), then rewrite
    each memory file without those lines (atomically, through the store);
-2. delete the transcript turns of each observation's provenance (and remember their line ranges,
-   so reading the transcript again stores nothing there);
+2. delete the transcript turns of each observation's provenance and, with a query, every kept
+   turn holding all of its words (the rule lines are chosen by); before deleting, append a keyed
+   hash of each one's text to the ledger (``memory.ledger.turn_digest``), and remember their line
+   ranges: reading the transcript again stores nothing there, and capture drops a turn with a
+   forgotten text from any file (a copy of the session elsewhere);
 3. regenerate what is derived (startup context, vault pages) and bring the index up to date, with
    the deleted text overwritten and the full-text index merged, so the words leave the files.
 
@@ -39,20 +42,29 @@ from obsmem.errors import NotFound, OmError, UsageError
 from obsmem.index.db import using_index
 from obsmem.index.query import query_tokens
 from obsmem.index.sync import RefreshReport, entry_kind, refresh
-from obsmem.index.turns import TurnStore
-from obsmem.memory.ledger import append_forgotten, forgotten_ids, read_ledger, scrub_lines
+from obsmem.index.turns import KeptTurn, TurnStore
+from obsmem.memory.ledger import (
+    append_forgotten,
+    append_forgotten_turns,
+    forgotten_ids,
+    read_ledger,
+    scrub_lines,
+    turn_digest,
+    turn_key,
+)
 from obsmem.memory.markdown import BULLET, body, decode, encode, split_lines
 from obsmem.memory.observations import parse_observations
 from obsmem.memory.sections import parse_sections
 from obsmem.memory.store import SECTION_FILES, MemoryStore
 from obsmem.settings import Settings
 
-__all__ = ["ForgetReport", "ForgottenLine", "forget"]
+__all__ = ["ForgetReport", "ForgottenLine", "ForgottenTurn", "forget"]
 
 _ID = re.compile(r"^[0-9a-z]{6,16}$")
 _OBSERVATION_KINDS = ("observation", "archive")
 _WORD = re.compile(r"[^\W_]+")
 _CONTEXT_BULLET = re.compile(r"^\*\*[^*]+?:?\*\*:?\s*(?P<value>.*)$")
+_EXCERPT_CHARS = 100
 
 
 @dataclass(frozen=True)
@@ -70,6 +82,24 @@ class ForgottenLine:
         return {**self.__dict__, "cites": list(self.cites)}
 
 
+@dataclass(frozen=True)
+class ForgottenTurn:
+    """A kept transcript turn holding every word of the query, removed (or to be removed)."""
+
+    source_path: str  # the transcript, as shown (redacted)
+    line_start: int
+    line_end: int
+    part: int  # its place among the turns that start on that line
+    role: str
+    session: str | None
+    date: str | None
+    excerpt: str  # a short piece of its text, around the first query word
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return dict(self.__dict__)
+
+
 @dataclass
 class ForgetReport:
     """What ``forget`` removed (or, with ``dry_run``, would remove), place by place.
@@ -77,6 +107,8 @@ class ForgetReport:
     ``ids`` are every id forgotten: those asked for (or found by ``query``) and the observations
     cited by a line asked for. ``already_forgotten`` were tombstoned before and are in no file.
     ``skipped`` are search hits om cannot forget (``{"id", "file", "reason"}``).
+    ``raw_turns`` are the kept transcript turns holding every word of ``query``; ``turns``
+    counts every turn removed, these and those the observations were observed from.
     """
 
     dry_run: bool
@@ -94,16 +126,18 @@ class ForgetReport:
     problems: list[str] = field(default_factory=list)
     #: Current Context bullets removed for quoting a forgotten line: ``file:line``.
     contexts: list[str] = field(default_factory=list)
+    raw_turns: list[ForgottenTurn] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         """True when there is nothing to forget."""
-        return not self.ids and not self.already_forgotten
+        return not self.ids and not self.already_forgotten and not self.raw_turns
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         out = dict(self.__dict__)
         out["lines"] = [line.to_dict() for line in self.lines]
+        out["raw_turns"] = [turn.to_dict() for turn in self.raw_turns]
         return out
 
 
@@ -335,43 +369,59 @@ def forget(
     limit: int = 10,
     dry_run: bool = False,
     settings: Settings | None = None,
+    plan: ForgetReport | None = None,
 ) -> ForgetReport:
     """Forget the memory entries ``ids`` (or those the search finds for ``query``) everywhere.
 
     Ids are the ones ``om search`` and ``om show`` print. With ``query``, the best ``limit``
-    search hits that contain every word of the query are forgotten. ``dry_run`` reports what
-    would go and writes nothing. Raises ``NotFound`` naming any unknown id (nothing is changed
-    then), ``UsageError`` for ids and a query together, or neither.
+    search hits that contain every word of the query are forgotten, and so is every kept
+    transcript turn that does. ``dry_run`` reports what would go and writes nothing; ``plan``
+    (a dry run's report) forgets exactly what it lists, so what a user agreed to is what goes.
+    Raises ``NotFound`` naming any unknown id (nothing is changed then), ``UsageError`` for ids
+    and a query together, or neither.
     """
     wanted = list(ids)
-    if wanted and query:
+    if plan is not None:
+        if wanted or query:
+            raise UsageError("give a plan, or the ids or query to forget, not both")
+        query = plan.query
+    elif wanted and query:
         raise UsageError("give the ids to forget or a query, not both")
-    if not wanted and not query:
+    elif not wanted and not query:
         raise UsageError("nothing to forget", "give one or more ids (from `om search`) or a query")
     report = ForgetReport(dry_run=dry_run, query=query)
-    if query:
+    tokens = query_tokens(query) if query else []
+    if plan is not None:
+        asked, report.skipped = [*plan.ids, *plan.already_forgotten], list(plan.skipped)
+        matched = _planned_turns(store, plan.raw_turns)
+    elif query:
         asked, report.skipped = _search(store, query, limit, settings)
+        matched = _turns_holding(store, tokens)
     else:
-        asked = normalise_ids(wanted)
-    if not asked:
+        asked, matched = normalise_ids(wanted), []
+    report.raw_turns = [_listed(turn, tokens) for turn in matched]
+    if not asked and not matched:
         return report
     if dry_run:
-        _plan(store, asked, report)
-        report.turns = _forget_turns(store, report.ids, dry_run=True)
+        if asked:
+            _plan(store, asked, report)
+        report.turns = len(_turns_of(store, report.ids, matched))
         return report
-    with store.lock():
-        hits = _plan(store, asked, report)
-        fresh = [i for i in report.ids if i not in forgotten_ids(store.ledger_path)]
-        # The tombstones first: killed after them, capture cannot write the memory back and a
-        # second run finishes the removal.
-        report.tombstones = append_forgotten(store.ledger_path, fresh)
-        for rel, (path, data) in hits.items():
-            store.write_file(path, data)
-            report.files.append(rel)
-        # The ledger keeps each observation's line (for om doctor --restore): not once forgotten.
-        scrub_lines(store.ledger_path, [*report.ids, *report.already_forgotten])
+    if asked:
+        with store.lock():
+            hits = _plan(store, asked, report)
+            fresh = [i for i in report.ids if i not in forgotten_ids(store.ledger_path)]
+            # The tombstones first: killed after them, capture cannot write the memory back and
+            # a second run finishes the removal.
+            report.tombstones = append_forgotten(store.ledger_path, fresh)
+            for rel, (path, data) in hits.items():
+                store.write_file(path, data)
+                report.files.append(rel)
+            # The ledger keeps each observation's line (for om doctor --restore): not once
+            # forgotten.
+            scrub_lines(store.ledger_path, [*report.ids, *report.already_forgotten])
     every = [*report.ids, *report.already_forgotten]
-    report.turns = _forget_turns(store, every, dry_run=False)
+    report.turns = _forget_turns(store, _turns_of(store, every, matched))
     _update_derived(store, report)
     return report
 
@@ -417,8 +467,8 @@ def _plan(
     return out
 
 
-def _forget_turns(store: MemoryStore, ids: list[str], *, dry_run: bool) -> int:
-    """Remove the transcript turns the observations ``ids`` were observed from."""
+def _turns_of(store: MemoryStore, ids: list[str], matched: list[KeptTurn]) -> list[KeptTurn]:
+    """The kept turns the observations ``ids`` were observed from, and ``matched``."""
     ledger, _ = read_ledger(store.ledger_path, include_forgotten=True)
     ranges = []
     for entry_id in ids:
@@ -426,9 +476,58 @@ def _forget_turns(store: MemoryStore, ids: list[str], *, dry_run: bool) -> int:
         if prov and prov.path and prov.line_start is not None:
             ranges.append((prov.path, prov.line_start, prov.line_end or prov.line_start))
     if not ranges or not store.turns_path.exists():
-        return 0
+        return matched
     with TurnStore(store.turns_path) as turns:
-        return turns.forget(ranges, dry_run=dry_run)
+        found = {turn.key: turn for turn in turns.overlapping(ranges)}
+    return sorted({**found, **{turn.key: turn for turn in matched}}.values(), key=lambda t: t.key)
+
+
+def _forget_turns(store: MemoryStore, gone: list[KeptTurn]) -> int:
+    """Remove the kept turns ``gone``: their texts' keyed hashes go to the ledger first (killed
+    after that, capture already drops them from any copy), then the rows, their line ranges
+    remembered."""
+    if not gone:
+        return 0
+    key = turn_key(store.forget_key_path, create=True)
+    assert key is not None
+    append_forgotten_turns(store.ledger_path, (turn_digest(key, t.text) for t in gone))
+    with TurnStore(store.turns_path) as turns:
+        return turns.remove(gone)
+
+
+def _turns_holding(store: MemoryStore, tokens: list[str]) -> list[KeptTurn]:
+    """The kept turns holding every word of the query, by the rule lines are chosen by."""
+    if not tokens or not store.turns_path.exists():
+        return []
+    with TurnStore(store.turns_path) as turns:
+        return [turn for turn in turns.holding(tokens) if _matches_all(tokens, turn.text)]
+
+
+def _planned_turns(store: MemoryStore, listed: list[ForgottenTurn]) -> list[KeptTurn]:
+    """The kept turns a plan listed, as they are now (those gone meanwhile are left out)."""
+    if not listed or not store.turns_path.exists():
+        return []
+    wanted = {(t.source_path, t.line_start, t.part) for t in listed}
+    with TurnStore(store.turns_path) as turns:
+        found = turns.overlapping({(t.source_path, t.line_start, t.line_end) for t in listed})
+    return [turn for turn in found if turn.key in wanted]
+
+
+def _listed(turn: KeptTurn, tokens: list[str]) -> ForgottenTurn:
+    """A turn as the report lists it, with a short excerpt around the first query word."""
+    text = " ".join(turn.text.split())
+    folded = text.casefold()
+    found = [folded.find(t) for t in tokens if t in folded]
+    start = max(0, min(found, default=0) - 30) if len(folded) == len(text) else 0
+    if start:
+        start = text.find(" ", start, min(found)) + 1  # from a word's start (0: from the first)
+    excerpt = text[start : start + _EXCERPT_CHARS]
+    if start:
+        excerpt = "…" + excerpt
+    if start + _EXCERPT_CHARS < len(text):
+        excerpt += "…"
+    return ForgottenTurn(turn.source_path, turn.line_start, turn.line_end, turn.part, turn.role,
+                         turn.session, turn.date, excerpt)  # fmt: skip
 
 
 def _update_derived(store: MemoryStore, report: ForgetReport) -> None:

@@ -56,6 +56,7 @@ __all__ = [
     "context_file",
     "context_path",
     "env_file",
+    "forget_key_path",
     "index_path",
     "integrations_path",
     "ledger_path",
@@ -161,6 +162,12 @@ def index_path(environ: Mapping[str, str] | None = None) -> Path:
 def ledger_path(environ: Mapping[str, str] | None = None) -> Path:
     """The append-only provenance ledger (one JSON object per observation id)."""
     return state_dir(environ) / "provenance.jsonl"
+
+
+def forget_key_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The memory's own random key for the hashes of forgotten transcript turns (the ledger
+    keeps only keyed hashes, so a short forgotten text cannot be guessed from it alone)."""
+    return state_dir(environ) / "forget.key"
 
 
 def lock_path(environ: Mapping[str, str] | None = None) -> Path:

@@ -117,8 +117,10 @@ def test_the_tombstone_keeps_the_id_and_time_but_never_the_text(
 ) -> None:
     store, _ = observed
     forget(store, [TARGET])
-    last = json.loads(store.ledger_path.read_bytes().splitlines()[-1])
-    assert set(last) == {"id", "forgotten"} and last["id"] == TARGET
+    records = [json.loads(line) for line in store.ledger_path.read_bytes().splitlines()]
+    assert {"id": TARGET, "forgotten": records[-2]["forgotten"]} == records[-2]
+    # The turn it came from: a keyed hash of its text, never the text.
+    assert set(records[-1]) == {"forgotten", "turn"} and len(records[-1]["turn"]) == 32
     assert TEXT not in store.ledger_path.read_bytes()
     assert TARGET in forgotten_ids(store.ledger_path)
     assert TARGET not in read_ledger(store.ledger_path)[0]
@@ -425,3 +427,27 @@ def test_the_current_context_quoting_a_forgotten_memory_loses_that_bullet(
     # Not in memory, nor in the prepared startup context (context.json, context.rendered).
     assert holding(store, b"zebrafish") == []
     assert "### Current Context" in store.observations_path.read_text(encoding="utf-8")
+
+
+def test_a_plan_forgets_exactly_the_turns_it_listed(
+    observed: tuple[MemoryStore, dict[str, str]],
+) -> None:
+    from obsmem.index.turns import TurnStore
+    from obsmem.sources.model import Turn
+
+    store, _ = observed
+
+    def said(text: str, line: int) -> None:
+        with TurnStore(store.turns_path) as turns:
+            turns.add([Turn("assistant", text, "2026-11-20T09:00:00Z", "s9", "claude", None,
+                            "/t/other.jsonl", line, line, 0, 1)])  # fmt: skip
+
+    said("The okapi-saffron key rotates on Fridays.", 1)
+    plan = forget(store, query="okapi saffron", dry_run=True)
+    assert plan.ids == [] and [t.line_start for t in plan.raw_turns] == [1] and not plan.empty
+    said("Again: okapi-saffron.", 2)  # after the plan: not what the user agreed to
+    with pytest.raises(UsageError):
+        forget(store, ["vv6t2p207j"], plan=plan)
+    done = forget(store, plan=plan)
+    assert done.turns == 1 and [t.line_start for t in done.raw_turns] == [1]
+    assert turns_saying(store, b"okapi-saffron") == ["/t/other.jsonl:2"]

@@ -1,7 +1,8 @@
 """``om forget``: remove memories everywhere om keeps them (an adapter over ``obsmem.forgetting``).
 
-With ``--query`` the entries found are listed and a confirmation is asked for (unless ``--yes``),
-then exactly the ids shown are forgotten, so what the user agreed to is what goes.
+With ``--query`` the library plans (a dry run: the entries and the kept transcript turns holding
+every word), the plan is listed and a confirmation is asked for (unless ``--yes``), then exactly
+that plan is carried out, so what the user agreed to is what goes.
 """
 
 from __future__ import annotations
@@ -46,16 +47,38 @@ def render_plan(report: ForgetReport) -> str:
         f"  {skipped['id']}  not forgotten: {skipped['reason']} ({skipped['file']})"
         for skipped in report.skipped
     ]
+    out += [
+        f"  turn  {turn.date or 'undated'}  session {turn.session or '?'}  {turn.role}: "
+        f"{_short(turn.excerpt)}  ({turn.source_path}:{turn.line_start})"
+        for turn in report.raw_turns
+    ]
     return "\n".join(out)
+
+
+def _headline(verb: str, report: ForgetReport) -> str:
+    """``forgot N memories: ids, and M transcript turn(s) holding every word of 'Q'``."""
+    turns = f"{len(report.raw_turns)} transcript turn(s) holding every word of {report.query!r}"
+    if not report.ids:
+        return f"{verb} {turns}"
+    head = f"{verb} {_memories(len(report.ids))}: {', '.join(report.ids)}"
+    return f"{head}, and {turns}" if report.raw_turns else head
+
+
+def _what(report: ForgetReport) -> str:
+    """``N memories`` and/or ``M transcript turn(s)``, for the question."""
+    parts = [_memories(len(report.ids))] if report.ids or not report.raw_turns else []
+    if report.raw_turns:
+        parts.append(f"{len(report.raw_turns)} transcript turn(s)")
+    return " and ".join(parts)
 
 
 def render_done(report: ForgetReport) -> str:
     """What a real forget did, place by place."""
-    if not report.ids:
+    if not report.ids and not report.raw_turns:
         done = f"; removed {report.turns} transcript turn(s) left behind" if report.turns else ""
         gone = ", ".join(report.already_forgotten)
         return f"nothing left to forget: {gone} already forgotten{done}"
-    lines = [f"forgot {_memories(len(report.ids))}: {', '.join(report.ids)}", render_plan(report)]
+    lines = [_headline("forgot", report), render_plan(report)]
     places = [
         f"{len(report.lines)} line(s) from {len(report.files)} file(s)",
         f"{report.turns} transcript turn(s)",
@@ -68,7 +91,10 @@ def render_done(report: ForgetReport) -> str:
     lines.append("removed " + ", ".join(places))
     if report.derived:
         lines.append(f"regenerated {', '.join(report.derived)}")
-    lines.append("the ledger keeps a tombstone per id (no text), so capture does not bring it back")
+    lines.append(
+        "the ledger keeps a tombstone per id and a keyed hash per turn (no text), so capture "
+        "does not bring it back"
+    )
     for problem in report.problems:
         lines.append(f"om: {problem}")
     return "\n".join(line for line in lines if line)
@@ -94,9 +120,10 @@ def forget(app: App, ids: tuple[str, ...], query: str | None, limit: int, dry_ru
     """Forget memories everywhere: observations, archive, reflections, vault, profile, active,
     the search index and the transcript turns they came from.
 
-    ID is what `om search` and `om show` print. With --query, the search hits holding every
-    word of Q are listed and forgotten after you confirm. A tombstone (the id and the time,
-    never the text) keeps a forgotten memory from being captured again.
+    ID is what `om search` and `om show` print. With --query, the search hits and the kept
+    transcript turns holding every word of Q are listed and forgotten after you confirm. A
+    tombstone (the id and the time, a keyed hash per turn, never the text) keeps a forgotten
+    memory from being captured again, from a copy of its transcript too.
     """
     from obsmem.forgetting import forget as run_forget
 
@@ -108,22 +135,24 @@ def forget(app: App, ids: tuple[str, ...], query: str | None, limit: int, dry_ru
             )
         plan = run_forget(app.store, query=query, limit=limit, dry_run=True,
                           settings=app.settings)  # fmt: skip
-        if not plan.ids:
+        if not plan.ids and not plan.raw_turns:
             _show(plan, as_json, f"nothing to forget: no memory holds every word of {query!r}")
             return
         click.echo(f"these entries hold every word of {query!r}:")
         click.echo(render_plan(plan))
-        if not click.confirm(f"forget {_memories(len(plan.ids))}?"):
+        if not click.confirm(f"forget {_what(plan)}?"):
             click.echo("nothing forgotten")
             return
-        ids, query = tuple(plan.ids), None
+        report = run_forget(app.store, plan=plan, settings=app.settings)
+        _show(report, as_json, render_done(report))
+        return
     report = run_forget(app.store, ids, query=query, limit=limit, dry_run=dry_run,
                         settings=app.settings)  # fmt: skip
     if report.empty:
         _show(report, as_json, f"nothing to forget: no memory holds every word of {query!r}")
     elif dry_run:
         text = (
-            f"would forget {_memories(len(report.ids))}: {', '.join(report.ids)}\n"
+            f"{_headline('would forget', report)}\n"
             f"{render_plan(report)}\n"
             f"and {report.turns} transcript turn(s); nothing was changed (--dry-run)"
         )

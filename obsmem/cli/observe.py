@@ -153,7 +153,9 @@ def observe(
             min_new=min_new,
             flush=flush,
         )
-        files, turns = _emit_turns(preview(found, flush=flush), as_json)
+        files, turns = _emit_turns(
+            preview(found, flush=flush, forgotten=app.store.forgotten_turns()), as_json
+        )
     if not as_json:
         click.echo(
             f"\n{turns} turn(s) from {files} file(s) would be observed "
@@ -195,7 +197,10 @@ def backfill(app: App, source: str, since: datetime | None, dry_run: bool, as_js
 
         with open_state(app.store) as state:
             found = select(state, source=source, flush=True, min_new=0, since=day)
-            turns = sum(len(result.turns) for _, result in preview(found, flush=True))
+            turns = sum(
+                len(result.turns)
+                for _, result in preview(found, flush=True, forgotten=app.store.forgotten_turns())
+            )
         click.echo(
             f"{turns} turn(s) in {len(found.pending)} transcript(s) "
             f"({found.pending_bytes} bytes) would be observed"

@@ -15,9 +15,11 @@ old turns dropped before the new ones go in, so line numbers always point into t
 ``OM_RAW_TURNS=off`` keeps capture from storing any; what is already stored stays searchable until
 the file is deleted.
 
-``om forget`` removes the turns an observation came from (``forget``) and records their line
-ranges, never their text, in ``forgotten``: reading the transcript again later (a replaced file,
-a reset cursor) stores nothing in a forgotten range, so the words do not come back.
+``om forget`` removes the turns an observation came from and those holding every word of its
+query (``overlapping``, ``holding``, then ``remove``), and records their line ranges, never their
+text, in ``forgotten``: reading the transcript again later (a replaced file, a reset cursor)
+stores nothing in a forgotten range, so the words do not come back. (A copy of the transcript at
+another path is caught earlier, by the hashes of the forgotten texts: ``memory.ledger``.)
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,7 +46,7 @@ from obsmem.sources.state import (
 if TYPE_CHECKING:
     pass
 
-__all__ = ["TurnStore", "search_turns"]
+__all__ = ["KeptTurn", "TurnStore", "search_turns"]
 
 #: Migrations, each a list of statements (``executescript`` would commit the open transaction).
 _SCHEMA: list[tuple[str, ...]] = [
@@ -97,6 +100,44 @@ _INSERT = (
     "INSERT OR IGNORE INTO turns (source_path, line_start, part, line_end, role, timestamp, date, "
     "session, agent, project, text) VALUES (?, ?, ?, ?, ?, ?, date(?, 'localtime'), ?, ?, ?, ?)"
 )
+
+
+@dataclass(frozen=True)
+class KeptTurn:
+    """One stored turn, as ``om forget`` plans its removal (``source_path``, ``line_start`` and
+    ``part`` name it)."""
+
+    source_path: str
+    line_start: int
+    part: int
+    line_end: int
+    role: str
+    date: str | None
+    session: str | None
+    text: str
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """What names the turn in the store."""
+        return (self.source_path, self.line_start, self.part)
+
+
+_KEPT = "source_path, line_start, part, line_end, role, date, session, text"
+
+
+def _kept(rows: Iterable[Sequence[object]]) -> list[KeptTurn]:
+    out: dict[tuple[str, int, int], KeptTurn] = {}
+    for row in rows:
+        path, start, part, end, role, day, session, text = row
+        turn = KeptTurn(str(path), int(str(start)), int(str(part)), int(str(end)), str(role),
+                        None if day is None else str(day),
+                        None if session is None else str(session), str(text))  # fmt: skip
+        out.setdefault(turn.key, turn)
+    return sorted(out.values(), key=lambda t: t.key)
+
+
+def _quoted(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
 
 
 class TurnStore:
@@ -221,39 +262,75 @@ class TurnStore:
             out.setdefault(str(path), []).append((int(start), int(end)))
         return out
 
+    def _exists(self) -> bool:
+        return self._conn is not None or self.path.exists()
+
+    def overlapping(self, ranges: Iterable[tuple[str, int, int]]) -> list[KeptTurn]:
+        """The stored turns overlapping each ``(transcript, first line, last line)``."""
+        wanted = sorted(set(ranges))
+        if not wanted or not self._exists():
+            return []
+        sql = (
+            f"SELECT {_KEPT} FROM turns WHERE source_path = ? AND line_start <= ? AND line_end >= ?"
+        )
+        return _kept(
+            row for path, start, end in wanted for row in self.conn.execute(sql, (path, end, start))
+        )
+
+    def holding(self, tokens: Sequence[str]) -> list[KeptTurn]:
+        """The stored turns that may hold every one of ``tokens``: each token found as a word's
+        start or its stem. The caller applies its own exact rule to these candidates."""
+        if not tokens or not self._exists():
+            return []
+        expression = " AND ".join(f"({_quoted(t)}* OR {_quoted(t)})" for t in tokens)
+        sql = (
+            f"SELECT {', '.join('e.' + c for c in _KEPT.split(', '))} "
+            "FROM turns_fts JOIN turns AS e ON e.id = turns_fts.rowid WHERE turns_fts MATCH ?"
+        )
+        try:
+            return _kept(self.conn.execute(sql, (expression,)))
+        except sqlite3.DatabaseError as exc:
+            raise StateError(
+                f"cannot search the transcript turns {self.path}: {exc}",
+                "move the file away if it is damaged (the turns kept so far are then forgotten)",
+            ) from None
+
     def forget(self, ranges: Iterable[tuple[str, int, int]], *, dry_run: bool = False) -> int:
         """Delete the turns overlapping each ``(transcript, first line, last line)`` and remember
-        the ranges so a later read does not store them again; return how many turns went.
+        the ranges so a later read does not store them again; return how many turns went
+        (``dry_run``: would go)."""
+        wanted = sorted(set(ranges))
+        if not wanted or not self._exists():
+            return 0
+        found = self.overlapping(wanted)
+        return len(found) if dry_run else self.remove(found, ranges=wanted)
+
+    def remove(
+        self, turns: Sequence[KeptTurn], *, ranges: Iterable[tuple[str, int, int]] = ()
+    ) -> int:
+        """Delete ``turns`` and remember their line ranges (and ``ranges``) as forgotten, so a
+        later read of those lines stores nothing; return how many turns went.
 
         The deleted text is overwritten (``secure_delete``) and the full-text index merged, so
-        the words are gone from the file and not only hidden; ``dry_run`` only counts.
+        the words are gone from the file and not only hidden.
         """
-        wanted = sorted(set(ranges))
-        if not wanted or (self._conn is None and not self.path.exists()):
+        spans = sorted({*ranges, *((t.source_path, t.line_start, t.line_end) for t in turns)})
+        if not spans or not self._exists():
             return 0
-        overlap = "source_path = ? AND line_start <= ? AND line_end >= ?"
         try:
-            if dry_run:
-                ids = {
-                    int(row[0])
-                    for path, start, end in wanted
-                    for row in self.conn.execute(
-                        f"SELECT id FROM turns WHERE {overlap}", (path, end, start)
-                    )
-                }
-                return len(ids)
             conn = self.conn
             conn.execute("PRAGMA secure_delete = ON")
             with immediate_transaction(conn):
                 removed = 0
-                for path, start, end in wanted:
+                for turn in turns:
                     removed += conn.execute(
-                        f"DELETE FROM turns WHERE {overlap}", (path, end, start)
+                        "DELETE FROM turns WHERE source_path = ? AND line_start = ? AND part = ?",
+                        turn.key,
                     ).rowcount
                 conn.executemany(
                     "INSERT OR IGNORE INTO forgotten (source_path, line_start, line_end) "
                     "VALUES (?, ?, ?)",
-                    wanted,
+                    spans,
                 )
                 if removed:
                     # A delete only marks postings dead; merging the segments drops the words.

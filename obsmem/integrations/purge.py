@@ -41,6 +41,7 @@ __all__ = ["PurgePlan", "apply_purge", "plan_purge"]
 _SQLITE_SIDES = ("", "-wal", "-shm", "-journal", ".lock")
 _STATE_FILES = (
     "provenance.jsonl",
+    "forget.key",
     "memory.lock",
     "worker.lock",
     "context.json",

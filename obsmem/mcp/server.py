@@ -108,9 +108,12 @@ _FORGET = (
     "Forget memories the user wants gone, everywhere om keeps them: observations, archive, "
     "reflections, vault pages, startup context, search index and the transcript turns they "
     "came from. Call it only when the user asks to forget or delete something. Pass the ids "
-    "from `search` results, or a query: with a query this only lists what would be forgotten "
-    "(dry_run defaults to true), so show that list to the user, then call again with the ids "
-    "they confirm. A tombstone (id and time, never the text) keeps om from capturing it again."
+    "from `search` results, or a query: with a query this only lists what would be forgotten, "
+    "the entries and the kept transcript turns (`raw_turns`) holding every word (dry_run "
+    "defaults to true), so show that list to the user, then call again with the same query and "
+    "dry_run false to forget all of it, or with the ids they confirm (their entries only). A "
+    "tombstone (id and time, a keyed hash per turn, never the text) keeps om from capturing it "
+    "again, from a copy of the transcript too."
 )
 
 

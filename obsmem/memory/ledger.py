@@ -20,37 +20,52 @@ line (``"date"``, ``"line"``), and once the markdown write succeeded a ``{"writt
 note follows. Together they let ``om doctor`` find observations that were in memory and are gone
 from it (a stale editor buffer saved over them) and put them back (``obsmem.memory.restore``);
 ``scrub_lines`` drops the lines of forgotten ids, so a tombstone leaves no text behind.
+
+The third shape is a turn's tombstone, ``{"forgotten": when, "turn": hash}``: a keyed hash of a
+forgotten transcript turn's normalised text (``turn_digest``), never the text. The key is the
+memory's own random one (``paths.forget_key_path``), so a short forgotten text (a password, a
+codename) cannot be found again by hashing guesses against the ledger alone. Capture drops a turn
+whose hash is tombstoned (``ForgottenTurns``), so a copy of a forgotten session at another path
+brings nothing back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import threading
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from obsmem.memory.atomic import append_line, atomic_write
+from obsmem.memory.atomic import append_line, atomic_write, ensure_dir
 from obsmem.memory.lines import render_observation
 from obsmem.memory.model import Observation, Provenance
 
 __all__ = [
+    "ForgottenTurns",
     "Journal",
     "append_forgotten",
+    "append_forgotten_turns",
     "append_observations",
     "append_provenance",
     "append_written",
     "forgotten_ids",
+    "forgotten_turns",
     "read_journal",
     "read_ledger",
     "scrub_lines",
     "settled_ids",
+    "turn_digest",
+    "turn_key",
 ]
 
 _TOMBSTONE = b'"forgotten"'
+_KEY_BYTES = 32
 
 
 def append_provenance(path: Path, items: Iterable[tuple[str, Provenance]]) -> int:
@@ -68,6 +83,81 @@ def append_forgotten(path: Path, ids: Iterable[str], when: datetime | None = Non
     if lines:
         append_line(path, "\n".join(lines))
     return len(lines)
+
+
+def append_forgotten_turns(path: Path, digests: Iterable[str], when: datetime | None = None) -> int:
+    """Append one turn tombstone per ``turn_digest`` (the hash and the time); return how many."""
+    stamp = (when or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    known = forgotten_turns(path)
+    lines = [
+        _record({"forgotten": stamp, "turn": digest})
+        for digest in dict.fromkeys(digests)
+        if digest not in known
+    ]
+    if lines:
+        append_line(path, "\n".join(lines))
+    return len(lines)
+
+
+def turn_key(path: Path, *, create: bool = False) -> bytes | None:
+    """The memory's key for ``turn_digest`` (None when there is none and ``create`` is false).
+
+    Created once, random, readable by the user only; put in place with a link so that two
+    processes creating it at once agree on one key and a reader never sees half of it.
+    """
+    try:
+        key = path.read_bytes()
+        if len(key) == _KEY_BYTES:
+            return key
+    except FileNotFoundError:
+        pass
+    if not create:
+        return None
+    ensure_dir(path.parent)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(os.urandom(_KEY_BYTES))
+            out.flush()
+            os.fsync(out.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(temp, path)  # never over a key another process made: the first one wins
+    finally:
+        temp.unlink(missing_ok=True)
+    return path.read_bytes()
+
+
+def turn_digest(key: bytes, text: str) -> str:
+    """The keyed hash of a turn's text, normalised (Unicode NFKC, case folded, whitespace runs
+    as one space), so the same words read again from any copy give the same hash."""
+    if not text.isascii():  # NFKC leaves ASCII as it is: most turns skip its cost
+        text = unicodedata.normalize("NFKC", text)
+    normal = " ".join(text.casefold().split())
+    return hashlib.blake2b(
+        normal.encode("utf-8", "surrogatepass"), key=key, digest_size=16
+    ).hexdigest()
+
+
+class ForgottenTurns:
+    """Which turn texts were forgotten: what capture asks of every turn it reads.
+
+    Costs a ``stat`` of the ledger per question batch while nothing was ever forgotten; the key
+    is read only once a turn tombstone exists.
+    """
+
+    def __init__(self, ledger: Path, key: Path) -> None:
+        self.ledger = ledger
+        self.key_path = key
+
+    def keep(self, texts: list[str]) -> list[bool]:
+        """For each text, False when its turn was forgotten."""
+        digests = forgotten_turns(self.ledger)
+        key = turn_key(self.key_path) if digests else None
+        if key is None:
+            # No tombstone, or no key to match them with (a deleted key: the hashes are lost).
+            return [True] * len(texts)
+        return [turn_digest(key, text) not in digests for text in texts]
 
 
 def append_observations(path: Path, observations: Iterable[Observation]) -> int:
@@ -112,9 +202,10 @@ class _Parsed:
     provenance: dict[str, Provenance] = field(default_factory=dict)
     forgotten: dict[str, str] = field(default_factory=dict)
     bad: int = 0
+    turns: set[str] = field(default_factory=set)  # the hashes of forgotten turns
 
     def copy(self) -> _Parsed:
-        return _Parsed(dict(self.provenance), dict(self.forgotten), self.bad)
+        return _Parsed(dict(self.provenance), dict(self.forgotten), self.bad, set(self.turns))
 
     def feed(self, data: bytes) -> _Parsed:
         """Apply ``data``'s lines in order (the last entry of an id wins); returns ``self``.
@@ -133,6 +224,9 @@ class _Parsed:
                 record = json.loads(raw)
                 if raw.startswith(b'{"written"') and isinstance(record.get("written"), list):
                     continue  # a written note (see append_written)
+                if "turn" in record and "id" not in record:
+                    self.turns.add(str(record["turn"]))  # a forgotten turn's hash
+                    continue
                 obs_id = str(record["id"])
                 if "forgotten" in record and "provenance" not in record:
                     forgotten[obs_id] = str(record["forgotten"])
@@ -230,7 +324,24 @@ def read_ledger(
 
 # The ledger is append-only: a tombstone always changes its size, so (inode, size, mtime) says
 # when a parse can be reused. Capture asks before every write; this keeps that to one stat.
-_CACHE: dict[str, tuple[tuple[int, int, int], dict[str, str]]] = {}
+_CACHE: dict[str, tuple[tuple[int, int, int], dict[str, str], frozenset[str]]] = {}
+
+
+def _tombstones(path: Path) -> tuple[dict[str, str], frozenset[str]]:
+    """The forgotten ids (with when) and the forgotten turns' hashes, cached by the file's stat."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return {}, frozenset()
+    key = (st.st_ino, st.st_size, st.st_mtime_ns)
+    cached = _CACHE.get(str(path))
+    if cached is not None and cached[0] == key:
+        return cached[1], cached[2]
+    data = _read(path)
+    parsed = _Parsed().feed(data) if _TOMBSTONE in data else _Parsed()
+    turns = frozenset(parsed.turns)
+    _CACHE[str(path)] = (key, parsed.forgotten, turns)
+    return parsed.forgotten, turns
 
 
 def forgotten_ids(path: Path) -> dict[str, str]:
@@ -240,18 +351,12 @@ def forgotten_ids(path: Path) -> dict[str, str]:
     restore of ids the ledger knows but memory lacks must skip them too. A ledger without any
     tombstone costs one read and a byte search, no parse.
     """
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return {}
-    key = (st.st_ino, st.st_size, st.st_mtime_ns)
-    cached = _CACHE.get(str(path))
-    if cached is not None and cached[0] == key:
-        return dict(cached[1])
-    data = _read(path)
-    found = _scan(data)[1] if _TOMBSTONE in data else {}
-    _CACHE[str(path)] = (key, found)
-    return dict(found)
+    return dict(_tombstones(path)[0])
+
+
+def forgotten_turns(path: Path) -> frozenset[str]:
+    """The ``turn_digest`` of every transcript turn ``om forget`` removed."""
+    return _tombstones(path)[1]
 
 
 @dataclass

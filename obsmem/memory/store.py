@@ -20,6 +20,7 @@ from obsmem.memory import guard
 from obsmem.memory.atomic import atomic_write, ensure_dir, memory_lock
 from obsmem.memory.clean import clean_text
 from obsmem.memory.ledger import (
+    ForgottenTurns,
     append_observations,
     append_written,
     forgotten_ids,
@@ -126,6 +127,7 @@ class MemoryStore:
         self.state_dir = paths.state_dir(env)
         self.index_path = paths.index_path(env)
         self.ledger_path = paths.ledger_path(env)
+        self.forget_key_path = paths.forget_key_path(env)
         self.lock_path = paths.lock_path(env)
         self.state_db_path = paths.state_db_path(env)
         self.turns_path = paths.turns_path(env)
@@ -213,6 +215,10 @@ class MemoryStore:
     def read_sections(self, name: str) -> SectionsDoc:
         """Parse ``reflections.md``, ``profile.md`` or ``active.md`` (by file name)."""
         return parse_sections(self.read_bytes(self.home / name), kind=SECTION_FILES.get(name, name))
+
+    def forgotten_turns(self) -> ForgottenTurns:
+        """What capture asks of each turn it reads: was its text forgotten (``om forget``)?"""
+        return ForgottenTurns(self.ledger_path, self.forget_key_path)
 
     @property
     def external_list_path(self) -> Path:

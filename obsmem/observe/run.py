@@ -129,7 +129,9 @@ def run_observe(
         )
         report.files_seen = found.files
         keep = turns if settings.raw_turns == "on" else None  # opened only when a turn is kept
-        with CaptureRun(state, turns=keep) as run:
+        # A turn whose text was forgotten is dropped as it is read, from whatever file (a copy of
+        # a forgotten session): neither kept, nor observed, nor in a day's Current Context.
+        with CaptureRun(state, turns=keep, forgotten=store.forgotten_turns()) as run:
             for number, pending in enumerate(found.pending):
                 if progress is not None:
                     progress(number, len(found.pending), pending)

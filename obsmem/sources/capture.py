@@ -33,6 +33,7 @@ from obsmem.sources.state import CaptureState, Cursor, new_owner, same_transcrip
 
 if TYPE_CHECKING:
     from obsmem.index.turns import TurnStore
+    from obsmem.memory.ledger import ForgottenTurns
 
 __all__ = [
     "CaptureRun",
@@ -205,12 +206,16 @@ def plan_transcript(
     return plan_file(path, agent, cursor, min_new=min_new, flush=flush, idle_after=idle_after)
 
 
-def read_pending(pending: Pending, *, flush: bool = False) -> ReadResult:
+def read_pending(
+    pending: Pending, *, flush: bool = False, forgotten: ForgottenTurns | None = None
+) -> ReadResult:
     """Read a pending file's new turns, every one redacted and bounded before it is returned.
 
     A turn's ``source_path`` is the file's redacted path (``Pending.shown``): everything built
     from turns (provenance, the index, the turn store) keeps that one. A file that cannot be
-    opened gives an empty result with the reason counted in ``skipped``.
+    opened gives an empty result with the reason counted in ``skipped``. With ``forgotten``, a
+    turn whose text ``om forget`` removed is dropped here (counted as ``forgotten``), before the
+    observer, the turn store or a preview can see it, whatever file it is read from.
     """
     reader = reader_for(pending.agent)
     try:
@@ -248,6 +253,11 @@ def read_pending(pending: Pending, *, flush: bool = False) -> ReadResult:
                 turn.session, redact(turn.session)
             )
     result.turns = [turn for turn in result.turns if turn.text.strip()]
+    if forgotten is not None and result.turns:
+        keep = forgotten.keep([turn.text for turn in result.turns])
+        if not all(keep):
+            result.skipped["forgotten"] += keep.count(False)
+            result.turns = [turn for turn, kept in zip(result.turns, keep, strict=True) if kept]
     return result
 
 
@@ -255,16 +265,23 @@ class CaptureRun:
     """One capture run's claim on files: take a file, read it, hand on its turns, advance.
 
     With a ``turns`` store, every turn ``read`` returns is stored there first (idempotently), so
-    by the time any cursor can move past a turn it is kept. Use as a context manager; every lease
-    still held is released at the end, even on error.
+    by the time any cursor can move past a turn it is kept. With ``forgotten``, turns whose text
+    was forgotten are dropped as they are read (``read_pending``). Use as a context manager;
+    every lease still held is released at the end, even on error.
     """
 
     def __init__(
-        self, state: CaptureState, owner: str | None = None, *, turns: TurnStore | None = None
+        self,
+        state: CaptureState,
+        owner: str | None = None,
+        *,
+        turns: TurnStore | None = None,
+        forgotten: ForgottenTurns | None = None,
     ) -> None:
         self.state = state
         self.owner = owner or new_owner()
         self.turns = turns
+        self.forgotten = forgotten
 
     def __enter__(self) -> CaptureRun:
         return self
@@ -316,7 +333,7 @@ class CaptureRun:
         A file read again because it was replaced has its old turns dropped first, so stored
         line numbers always point into the file as it now is.
         """
-        result = read_pending(pending, flush=flush)
+        result = read_pending(pending, flush=flush, forgotten=self.forgotten)
         if self.turns is not None:
             replaced = pending.shown if pending.reason == "replaced" else None
             self.turns.add(result.turns, replaced=replaced)

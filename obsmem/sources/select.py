@@ -13,6 +13,7 @@ from pathlib import Path
 
 from obsmem import paths
 from obsmem.errors import UsageError
+from obsmem.memory.ledger import ForgottenTurns
 from obsmem.memory.store import MemoryStore
 from obsmem.redact.paths import redact_path
 from obsmem.settings import load_settings
@@ -101,10 +102,13 @@ def transcript_format(path: Path, source: str | None) -> str:
         ) from None
 
 
-def preview(report: ScanReport, *, flush: bool = False) -> Iterator[tuple[Pending, ReadResult]]:
-    """Read each pending file's new turns without claiming it or moving its cursor."""
+def preview(
+    report: ScanReport, *, flush: bool = False, forgotten: ForgottenTurns | None = None
+) -> Iterator[tuple[Pending, ReadResult]]:
+    """Read each pending file's new turns without claiming it or moving its cursor (without the
+    turns ``forgotten`` says were forgotten)."""
     for pending in report.pending:
-        yield pending, read_pending(pending, flush=flush)
+        yield pending, read_pending(pending, flush=flush, forgotten=forgotten)
 
 
 @dataclass

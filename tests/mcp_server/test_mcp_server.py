@@ -457,3 +457,30 @@ def test_http_accepts_the_bearer_scheme_in_any_case(http_server: tuple[str, str]
     for wrong in (f"Basic {token}", token, f"bearer {token.upper()}", f"bearer{token}"):
         answer = httpx.post(url, json={}, headers={**headers, "authorization": wrong})
         assert answer.status_code == 401, wrong
+
+
+def test_forget_by_query_lists_and_removes_the_kept_turns_holding_the_words(
+    demo: MemoryStore,
+) -> None:
+    from obsmem.index.turns import TurnStore
+    from obsmem.sources.model import Turn
+
+    said = "OK, noted zebrafish-cobalt."
+    with TurnStore(demo.turns_path) as turns:
+        turns.add([Turn("assistant", said, "2026-11-20T09:00:00Z", "s1", "claude", "atlas",
+                        "/t/s.jsonl", 2, 2, 100, 200)])  # fmt: skip
+
+    async def steps(session: ClientSession) -> Any:
+        listed = payload(await session.call_tool("forget", {"query": "zebrafish"}))
+        kept = payload(await session.call_tool("search", {"query": "zebrafish"}))
+        done = payload(await session.call_tool("forget", {"query": "zebrafish", "dry_run": False}))
+        gone = payload(await session.call_tool("search", {"query": "zebrafish"}))
+        return listed, kept, done, gone
+
+    listed, kept, done, gone = call(demo, steps)
+    assert listed["ids"] == [] and [t["excerpt"] for t in listed["raw_turns"]] == [said]
+    assert listed["raw_turns"][0]["session"] == "s1" and listed["turns"] == 1
+    assert any(said in json.dumps(hit) for hit in kept["results"])  # listed, not removed
+    assert done["dry_run"] is False and done["turns"] == 1
+    assert not any("zebrafish" in json.dumps(hit) for hit in gone["results"])
+    assert b"zebrafish" not in demo.turns_path.read_bytes()

@@ -11,10 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from obsmem.memory.ledger import (
+    ForgottenTurns,
     append_forgotten,
+    append_forgotten_turns,
     append_provenance,
     forgotten_ids,
+    forgotten_turns,
     read_ledger,
+    turn_digest,
+    turn_key,
 )
 from obsmem.memory.model import Provenance
 
@@ -100,6 +105,35 @@ def test_forgotten_ids_sees_every_new_tombstone(tmp_path: Path) -> None:
     for number, obs_id in enumerate(("a0b1c2d3e4", "k3v9q2m7xa"), start=1):
         append_forgotten(ledger, [obs_id])
         assert len(forgotten_ids(ledger)) == number  # the cached answer follows the file
+
+
+def test_a_turn_tombstone_is_a_keyed_hash_of_the_normalised_text(tmp_path: Path) -> None:
+    import hashlib
+
+    key_path = tmp_path / "forget.key"
+    assert turn_key(key_path) is None  # made only when something is forgotten
+    key = turn_key(key_path, create=True)
+    assert key is not None and len(key) == 32 and turn_key(key_path, create=True) == key
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
+    text = "OK, noted zebrafish-cobalt."
+    digest = turn_digest(key, text)
+    assert turn_digest(key, "  ok,  NOTED\tzebrafish-cobalt. ") == digest  # case, spacing
+    assert turn_digest(key, "\uff2f\uff2b, noted zebrafish-cobalt.") == digest  # full-width OK
+    assert turn_digest(key, "OK, noted zebrafish-cobalt!") != digest
+    assert turn_digest(bytes(32), text) != digest  # another memory's key: another hash
+    assert digest != hashlib.blake2b(b"ok, noted zebrafish-cobalt.", digest_size=16).hexdigest()
+    ledger = tmp_path / "provenance.jsonl"
+    append_provenance(ledger, [("a0b1c2d3e4", PROV)])
+    assert append_forgotten_turns(ledger, [digest, digest]) == 1
+    assert append_forgotten_turns(ledger, [digest]) == 0  # already there
+    assert b"zebrafish" not in ledger.read_bytes()
+    assert forgotten_turns(ledger) == {digest}
+    # Not an id's tombstone, and not an unreadable line.
+    assert forgotten_ids(ledger) == {} and read_ledger(ledger) == ({"a0b1c2d3e4": PROV}, 0)
+    asked = [text, "other", "ok, noted zebrafish-cobalt."]
+    assert ForgottenTurns(ledger, key_path).keep(asked) == [False, True, False]
+    key_path.unlink()  # without the key the hashes match nothing: every turn is kept
+    assert ForgottenTurns(ledger, key_path).keep([text]) == [True]
 
 
 _GARBAGE = [
