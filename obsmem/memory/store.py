@@ -345,8 +345,6 @@ class MemoryStore:
 
 
 def _os_environ() -> dict[str, str]:
-    import os
-
     return dict(os.environ)
 
 

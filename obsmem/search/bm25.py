@@ -86,7 +86,6 @@ __all__ = [
     "ENTRY_COLUMNS",
     "NEARBY_LINES",
     "ROWS_SQL",
-    "ROW_SQL",
     "SECTION_WEIGHT",
     "TEXT_WEIGHT",
     "Connections",
@@ -152,9 +151,8 @@ ORDER BY raw, e.rowid
 LIMIT ?
 """
 
-#: The same columns as ``_SQL`` for one entry by rowid (raw score 0), for hits BM25 did not find.
-ROW_SQL = f"SELECT 0.0, {_COLUMNS}, e.rowid FROM entries AS e WHERE e.rowid = ?"
-#: ``ROW_SQL`` for many rowids at once: ``marks`` is one ``?`` per rowid, comma-separated.
+#: The same columns as ``_SQL`` for entries by rowid (raw score 0), for hits BM25 did not find:
+#: ``marks`` is one ``?`` per rowid, comma-separated.
 ROWS_SQL = f"SELECT 0.0, {_COLUMNS}, e.rowid FROM entries AS e WHERE e.rowid IN ({{marks}})"
 
 
@@ -307,7 +305,7 @@ class Hit:
 
 
 def hit_from_row(rank: int, row: Sequence[object], score: float | None = None) -> Hit:
-    """A ``Hit`` from a row of ``_SQL`` (or ``ROW_SQL``); ``score`` replaces the BM25 score."""
+    """A ``Hit`` from a row of ``_SQL`` (or ``ROWS_SQL``); ``score`` replaces the BM25 score."""
     (raw, entry_id, kind, file, line, date, time, priority, type_, importance, section, text,
      source_path, line_start, line_end, session, agent, project) = row[:18]  # fmt: skip
     provenance: dict[str, object] | None = None

@@ -50,7 +50,7 @@ is how BM25-only search is reranked.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from datetime import date as Date
 from typing import TYPE_CHECKING
 
@@ -260,12 +260,17 @@ def _passing(
 ) -> set[int]:
     """Those of ``rowids`` whose entries meet ``condition`` (over ``entries AS e``)."""
     found: set[int] = set()
-    for first in range(0, len(rowids), _CHUNK):
-        chunk = list(rowids[first : first + _CHUNK])
-        marks = ", ".join("?" for _ in chunk)
+    for chunk, marks in _chunks(rowids):
         sql = f"SELECT e.rowid FROM entries AS e WHERE e.rowid IN ({marks}) AND ({condition})"
         found.update(int(rowid) for (rowid,) in conn.execute(sql, [*chunk, *params]))
     return found
+
+
+def _chunks(rowids: Sequence[int]) -> Iterator[tuple[list[int], str]]:
+    """``rowids`` in runs of ``_CHUNK``, each with its ``?, ?, ...`` for an ``IN (...)``."""
+    for first in range(0, len(rowids), _CHUNK):
+        chunk = list(rowids[first : first + _CHUNK])
+        yield chunk, ", ".join("?" for _ in chunk)
 
 
 def _filtered_ranking(
@@ -405,10 +410,8 @@ def _fetch_rows(
     in one query per ``_CHUNK``: one query per rowid cost twice the CPU (14 µs a rowid, 50 or
     more a search, at 100,000 entries)."""
     lacking = list(dict.fromkeys(rowid for rowid in rowids if rowid not in rows))
-    for first in range(0, len(lacking), _CHUNK):
-        chunk = lacking[first : first + _CHUNK]
-        sql = ROWS_SQL.format(marks=", ".join("?" for _ in chunk))
-        for found in conn.execute(sql, chunk):
+    for chunk, marks in _chunks(lacking):
+        for found in conn.execute(ROWS_SQL.format(marks=marks), chunk):
             rows[int(found[-1])] = tuple(found)
 
 
