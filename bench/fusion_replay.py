@@ -88,7 +88,7 @@ from obsmem.index.db import using_index
 from obsmem.index.query import fts_query, query_tokens
 from obsmem.search import hybrid, search
 from obsmem.search.bm25 import (
-    ROW_SQL,
+    ROWS_SQL,
     Ranking,
     bm25_rows,
     date_condition,
@@ -446,7 +446,7 @@ def question_lists(
     entries: Mapping[int, Row],
 ) -> Lists | None:
     """The candidates of one question, read once (module doc); None when it has no words.
-    ``entries`` is every entry's row (``ROW_SQL``) by rowid."""
+    ``entries`` is every entry's row (``ROWS_SQL``) by rowid."""
     expression = fts_query(query)
     if expression is None:
         return None
@@ -480,7 +480,8 @@ def _collect(
 ) -> list[tuple[Lists | None, dict[int, str]]]:
     """Each question's lists and the entries' ids by rowid."""
     ids = {int(r): str(i) for r, i in conn.execute("SELECT rowid, id FROM entries")}
-    entries = {rowid: tuple(conn.execute(ROW_SQL, (rowid,)).fetchone()) for rowid in ids}
+    one = ROWS_SQL.format(marks="?")
+    entries = {rowid: tuple(conn.execute(one, (rowid,)).fetchone()) for rowid in ids}
     return [(question_lists(conn, text, embedder, settings, entries), ids) for text in texts]
 
 

@@ -52,7 +52,7 @@ from obsmem.index.db import using_index
 from obsmem.index.query import fts_query
 from obsmem.search import hybrid
 from obsmem.search.bm25 import (
-    ROW_SQL,
+    ROWS_SQL,
     Ranking,
     bm25_rows,
     date_condition,
@@ -94,7 +94,7 @@ def collect(
     """Each question's lists (``fusion_replay.question_lists`` without the words' scores), the
     entries' ids by rowid and the conversation's vectors."""
     ids = {int(r): str(i) for r, i in conn.execute("SELECT rowid, id FROM entries")}
-    rows = {r: tuple(conn.execute(ROW_SQL, (r,)).fetchone()) for r in ids}
+    rows = {r: tuple(conn.execute(ROWS_SQL.format(marks="?"), (r,)).fetchone()) for r in ids}
     snap = VectorStore(conn, embedder, 0.0)._loaded()
     assert snap.rowids is not None and snap.matrix is not None
     rowids = list(snap.rowids)

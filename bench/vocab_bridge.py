@@ -70,7 +70,7 @@ from locomo_recall import Fold, expand, indexed, load_conversation, render_sweep
 
 from obsmem.index.db import using_index
 from obsmem.index.query import query_tokens
-from obsmem.search.bm25 import ROW_SQL
+from obsmem.search.bm25 import ROWS_SQL
 from obsmem.search.bridge import head_words
 from obsmem.search.embeddings import Embedder, resolve_backend
 from obsmem.search.vocabulary import entry_words
@@ -324,9 +324,9 @@ def probe(data: list[dict[str, Any]], settings: Settings) -> str:
 
 
 def all_rows(conn: sqlite3.Connection) -> dict[int, tuple[object, ...]]:
-    """Every entry's result row (``ROW_SQL``) by rowid."""
+    """Every entry's result row (``ROWS_SQL``) by rowid."""
     rowids = [int(r) for (r,) in conn.execute("SELECT rowid FROM entries")]
-    return {r: tuple(conn.execute(ROW_SQL, (r,)).fetchone()) for r in rowids}
+    return {r: tuple(conn.execute(ROWS_SQL.format(marks="?"), (r,)).fetchone()) for r in rowids}
 
 
 def run(data: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
