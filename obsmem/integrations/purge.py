@@ -17,8 +17,10 @@ What counts as om's:
   context, usage and file lists, and the whole hook queue;
 - the index and turns databases wherever ``OM_INDEX_PATH`` / ``OM_TURNS_PATH`` put them;
 - the logs folder's ``*.log`` files and their rotations;
-- the config directory's settings file and ``integrations.json`` (``backups/``, the copies of
-  the agents' files om changed, is kept: it is the user's way back);
+- the config directory's ``integrations.json``, and its settings file when it holds only the
+  ``OM_*`` settings and API keys ``om install`` writes there (a comment or any other line means
+  it was edited by hand: it is kept). ``backups/``, the copies of the agents' files om changed,
+  is kept: it is the user's way back;
 - anywhere in those folders, the temporary files of an interrupted atomic write.
 
 Symbolic links are removed as links and never followed, so a link to elsewhere costs nothing
@@ -35,6 +37,7 @@ from pathlib import Path
 
 from obsmem import paths
 from obsmem.errors import IntegrationError
+from obsmem.integrations.setup import KEY_VARIABLES
 
 __all__ = ["PurgePlan", "apply_purge", "plan_purge"]
 
@@ -270,10 +273,34 @@ def _logs(walker: _Walker, logs: Path) -> None:
             walker.keep(entry)
 
 
+def _written_by_om(settings: Path) -> bool:
+    """True when the settings file holds nothing but the assignments ``om install`` writes.
+
+    The file is as much the user's as om's: a comment or a variable of anything else means
+    someone wrote in it by hand, and the whole file is kept (listed) rather than edited.
+    """
+    if settings.is_symlink() or not settings.is_file():
+        return False
+    try:
+        lines = settings.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return False
+    ours = set(KEY_VARIABLES.values())
+    for line in lines:
+        key, sep, _ = line.partition("=")
+        if line.strip() and not (sep and (key.startswith("OM_") or key in ours)):
+            return False
+    return True
+
+
 def _config(
     walker: _Walker, config: Path, environ: Mapping[str, str], backups_pending: bool
 ) -> None:
-    walker.file(paths.env_file(environ))
+    settings = paths.env_file(environ)
+    if _written_by_om(settings):
+        walker.file(settings)
+    elif settings.exists() or settings.is_symlink():
+        walker.keep(settings)
     walker.file(paths.integrations_path(environ))
     backups = paths.backups_dir(environ)
     if backups.exists() or backups_pending:

@@ -148,3 +148,23 @@ def test_dry_run_knows_the_uninstall_will_make_backups() -> None:
     real = orchestrator.uninstall(purge=True)
     assert real.purge is not None and config_dir().is_dir()
     assert real.purge.backups == config_dir() / "backups"
+
+
+@pytest.mark.parametrize(
+    ("text", "deleted"),
+    [
+        ("OM_LLM_PROVIDER=openai\nOM_LLM_MODEL=gpt-4o-mini\nOPENAI_API_KEY=sk-x\n", True),
+        ("OM_ARCHIVE_AFTER_DAYS=30\n\n", True),
+        ("# my settings\nOM_LLM_PROVIDER=none\n", False),
+        ("OM_LLM_PROVIDER=none\nPATH=/opt/bin\n", False),
+        ("just some notes\n", False),
+    ],
+)
+def test_purge_keeps_a_settings_file_written_by_hand(text: str, deleted: bool) -> None:
+    env_file().parent.mkdir(parents=True, exist_ok=True)
+    env_file().write_text(text)
+    plan = apply_purge(plan_purge(os.environ))
+    assert env_file().exists() is not deleted
+    assert (env_file() in plan.kept) is not deleted
+    if not deleted:
+        assert env_file().read_text() == text
