@@ -34,8 +34,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 from hermes_session import session as hermes_session
 
+from obsmem.memory.ledger import ForgottenTurns, append_forgotten_turns, turn_digest, turn_key
 from obsmem.redact import redact_all
 from obsmem.sources.capture import MAX_TURN_CHARS, CaptureRun, scan
 from obsmem.sources.model import Turn
@@ -143,9 +146,22 @@ def callgrind(
     return out
 
 
+def _after_forget(workdir: Path) -> ForgottenTurns:
+    """The check capture makes once ``om forget`` removed turns: 100 tombstones in a ledger."""
+    ledger, key_path = workdir / "provenance.jsonl", workdir / "forget.key"
+    key = turn_key(key_path, create=True)
+    assert key is not None
+    append_forgotten_turns(ledger, [turn_digest(key, f"a forgotten turn {i}") for i in range(100)])
+    return ForgottenTurns(ledger, key_path)
+
+
 def parsing(mb: int, workdir: Path, corpus: str = "fixtures") -> dict[str, dict[str, float]]:
-    """Each agent's reader on ``corpus`` repeated to ``mb`` megabytes: MB/s, best of three."""
+    """Each agent's reader on ``corpus`` repeated to ``mb`` megabytes: MB/s, best of three.
+
+    CPU time is given for the reader alone, with every turn redacted, and with redaction and
+    the forgotten-turn check a memory makes after ``om forget``."""
     out: dict[str, dict[str, float]] = {}
+    forgotten = _after_forget(workdir)
     for agent in GROUPS:
         sample = _sample(agent, corpus)
         if not sample:
@@ -157,7 +173,7 @@ def parsing(mb: int, workdir: Path, corpus: str = "fixtures") -> dict[str, dict[
                 handle.write(sample)
                 size += len(sample)
         reader = reader_for(agent)
-        runs, cpu, redacted = [], [], []
+        runs, cpu, redacted, checked = [], [], [], []
         for _ in range(3):
             t0, c0 = time.perf_counter(), time.process_time()
             result = reader.read(path, flush=True)
@@ -166,6 +182,9 @@ def parsing(mb: int, workdir: Path, corpus: str = "fixtures") -> dict[str, dict[
             cpu.append(c1 - c0)
             _redact_turns(result.turns)
             redacted.append(time.process_time() - c0)
+            kept = forgotten.keep([turn.text for turn in result.turns])
+            checked.append(time.process_time() - c0)
+            assert all(kept)
         best = min(runs)
         out[agent] = {
             "mb": round(size / 1e6, 1),
@@ -173,6 +192,7 @@ def parsing(mb: int, workdir: Path, corpus: str = "fixtures") -> dict[str, dict[
             "mb_per_s": round(size / 1e6 / best, 1),
             "cpu_mb_per_s": round(size / 1e6 / min(cpu), 1),
             "redacted_cpu_mb_per_s": round(size / 1e6 / min(redacted), 1),
+            "after_forget_cpu_mb_per_s": round(size / 1e6 / min(checked), 1),
             "turns": len(result.turns),
         }
         path.unlink()
@@ -260,7 +280,8 @@ def main() -> None:
             print(
                 f"parse {agent:9} {corpus:8} {figures['mb_per_s']:>7} MB/s  ({figures['mb']} MB "
                 f"in {figures['seconds']} s, {figures['turns']} turns); CPU time: "
-                f"{figures['cpu_mb_per_s']} MB/s, {figures['redacted_cpu_mb_per_s']} MB/s redacted"
+                f"{figures['cpu_mb_per_s']} MB/s, {figures['redacted_cpu_mb_per_s']} MB/s "
+                f"redacted, {figures['after_forget_cpu_mb_per_s']} MB/s after a forget"
             )
     r = result["rescan"]
     print(

@@ -118,7 +118,7 @@ def test_a_turn_tombstone_is_a_keyed_hash_of_the_normalised_text(tmp_path: Path)
     text = "OK, noted zebrafish-cobalt."
     digest = turn_digest(key, text)
     assert turn_digest(key, "  ok,  NOTED\tzebrafish-cobalt. ") == digest  # case, spacing
-    assert turn_digest(key, "\uff2f\uff2b, noted zebrafish-cobalt.") == digest  # full-width OK
+    assert turn_digest(key, "ok,\u3000noted\u2028zebrafish-cobalt.") == digest  # wide spaces
     assert turn_digest(key, "OK, noted zebrafish-cobalt!") != digest
     assert turn_digest(bytes(32), text) != digest  # another memory's key: another hash
     assert digest != hashlib.blake2b(b"ok, noted zebrafish-cobalt.", digest_size=16).hexdigest()
@@ -134,6 +134,23 @@ def test_a_turn_tombstone_is_a_keyed_hash_of_the_normalised_text(tmp_path: Path)
     assert ForgottenTurns(ledger, key_path).keep(asked) == [False, True, False]
     key_path.unlink()  # without the key the hashes match nothing: every turn is kept
     assert ForgottenTurns(ledger, key_path).keep([text]) == [True]
+
+
+#: Every character ``str.split`` splits on, with letters (full-width, a ligature, sharp s).
+_SPACES = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(["a", "Z", "9", ".", "\uff21", "\ufb01", "\xdf", *_SPACES]))
+)
+def test_a_turn_digest_normalises_as_str_split_and_ascii_lower_case_do(text: str) -> None:
+    """The digest's normal form is made on bytes; it must be the one these two describe."""
+    import hashlib
+
+    words = "".join(c.lower() if c.isascii() else c for c in text).split()
+    expected = hashlib.blake2b(" ".join(words).encode(), key=b"k" * 32, digest_size=16)
+    assert turn_digest(b"k" * 32, text) == expected.hexdigest()
 
 
 _GARBAGE = [
