@@ -39,18 +39,22 @@ from pathlib import Path
 from typing import Any
 
 from obsmem.errors import NotFound, OmError, UsageError
+from obsmem.forget_turns import (
+    ForgottenTurn,
+    forget_turns,
+    listed,
+    matches_all,
+    planned_turns,
+    turns_holding,
+    turns_of,
+)
 from obsmem.index.db import using_index
 from obsmem.index.query import query_tokens
-from obsmem.index.sync import RefreshReport, entry_kind, refresh
-from obsmem.index.turns import KeptTurn, TurnStore
+from obsmem.index.sync import entry_kind, refresh
 from obsmem.memory.ledger import (
     append_forgotten,
-    append_forgotten_turns,
     forgotten_ids,
-    read_ledger,
     scrub_lines,
-    turn_digest,
-    turn_key,
 )
 from obsmem.memory.markdown import BULLET, body, decode, encode, split_lines
 from obsmem.memory.observations import parse_observations
@@ -64,7 +68,6 @@ _ID = re.compile(r"^[0-9a-z]{6,16}$")
 _OBSERVATION_KINDS = ("observation", "archive")
 _WORD = re.compile(r"[^\W_]+")
 _CONTEXT_BULLET = re.compile(r"^\*\*[^*]+?:?\*\*:?\s*(?P<value>.*)$")
-_EXCERPT_CHARS = 100
 
 
 @dataclass(frozen=True)
@@ -80,24 +83,6 @@ class ForgottenLine:
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
         return {**self.__dict__, "cites": list(self.cites)}
-
-
-@dataclass(frozen=True)
-class ForgottenTurn:
-    """A kept transcript turn holding every word of the query, removed (or to be removed)."""
-
-    source_path: str  # the transcript, as shown (redacted)
-    line_start: int
-    line_end: int
-    part: int  # its place among the turns that start on that line
-    role: str
-    session: str | None
-    date: str | None
-    excerpt: str  # a short piece of its text, around the first query word
-
-    def to_dict(self) -> dict[str, object]:
-        """A JSON-ready dict."""
-        return dict(self.__dict__)
 
 
 @dataclass
@@ -296,7 +281,7 @@ def _quoting(f: _File, texts: list[str], tokens: list[str]) -> list[int]:
         if words.strip() and (
             (words.count(" ") > 3 and any(words in text for text in said))
             or any(text.strip() and text in words for text in said)
-            or (tokens and _matches_all(tokens, value))
+            or (tokens and matches_all(tokens, value))
         ):
             out.append(index)
     return out
@@ -330,14 +315,6 @@ def _refuse_unknown(store: MemoryStore, unknown: list[str]) -> None:
     raise NotFound(f"no memory entry has the id {names}", "find ids with `om search`")
 
 
-def _matches_all(tokens: list[str], text: str) -> bool:
-    """True when every search word is in ``text`` (as a word, its start, or its stem)."""
-    words = {w.casefold() for w in _WORD.findall(text)}
-    return all(
-        any(w.startswith(t) or (len(w) >= 4 and t.startswith(w)) for w in words) for t in tokens
-    )
-
-
 def _search(
     store: MemoryStore, query: str, limit: int, settings: Settings | None
 ) -> tuple[list[str], list[dict[str, str]]]:
@@ -351,7 +328,7 @@ def _search(
     ids: list[str] = []
     skipped: list[dict[str, str]] = []
     for hit in search_entries(store, query, limit=limit, settings=settings):
-        if not _matches_all(tokens, f"{hit.get('section') or ''} {hit['text']}"):
+        if not matches_all(tokens, f"{hit.get('section') or ''} {hit['text']}"):
             continue  # a near match (one word of several, or only a meaning) is not forgotten
         if entry_kind(str(hit["file"])) is None:
             skipped.append({"id": str(hit["id"]), "file": str(hit["file"]),
@@ -393,19 +370,19 @@ def forget(
     tokens = query_tokens(query) if query else []
     if plan is not None:
         asked, report.skipped = [*plan.ids, *plan.already_forgotten], list(plan.skipped)
-        matched = _planned_turns(store, plan.raw_turns)
+        matched = planned_turns(store, plan.raw_turns)
     elif query:
         asked, report.skipped = _search(store, query, limit, settings)
-        matched = _turns_holding(store, tokens)
+        matched = turns_holding(store, tokens)
     else:
         asked, matched = normalise_ids(wanted), []
-    report.raw_turns = [_listed(turn, tokens) for turn in matched]
+    report.raw_turns = [listed(turn, tokens) for turn in matched]
     if not asked and not matched:
         return report
     if dry_run:
         if asked:
             _plan(store, asked, report)
-        report.turns = len(_turns_of(store, report.ids, matched))
+        report.turns = len(turns_of(store, report.ids, matched))
         return report
     if asked:
         with store.lock():
@@ -421,7 +398,7 @@ def forget(
             # forgotten.
             scrub_lines(store.ledger_path, [*report.ids, *report.already_forgotten])
     every = [*report.ids, *report.already_forgotten]
-    report.turns = _forget_turns(store, _turns_of(store, every, matched))
+    report.turns = forget_turns(store, turns_of(store, every, matched))
     _update_derived(store, report)
     return report
 
@@ -467,73 +444,11 @@ def _plan(
     return out
 
 
-def _turns_of(store: MemoryStore, ids: list[str], matched: list[KeptTurn]) -> list[KeptTurn]:
-    """The kept turns the observations ``ids`` were observed from, and ``matched``."""
-    ledger, _ = read_ledger(store.ledger_path, include_forgotten=True)
-    ranges = []
-    for entry_id in ids:
-        prov = ledger.get(entry_id)
-        if prov and prov.path and prov.line_start is not None:
-            ranges.append((prov.path, prov.line_start, prov.line_end or prov.line_start))
-    if not ranges or not store.turns_path.exists():
-        return matched
-    with TurnStore(store.turns_path) as turns:
-        found = {turn.key: turn for turn in turns.overlapping(ranges)}
-    return sorted({**found, **{turn.key: turn for turn in matched}}.values(), key=lambda t: t.key)
-
-
-def _forget_turns(store: MemoryStore, gone: list[KeptTurn]) -> int:
-    """Remove the kept turns ``gone``: their texts' keyed hashes go to the ledger first (killed
-    after that, capture already drops them from any copy), then the rows, their line ranges
-    remembered."""
-    if not gone:
-        return 0
-    key = turn_key(store.forget_key_path, create=True)
-    assert key is not None
-    append_forgotten_turns(store.ledger_path, (turn_digest(key, t.text) for t in gone))
-    with TurnStore(store.turns_path) as turns:
-        return turns.remove(gone)
-
-
-def _turns_holding(store: MemoryStore, tokens: list[str]) -> list[KeptTurn]:
-    """The kept turns holding every word of the query, by the rule lines are chosen by."""
-    if not tokens or not store.turns_path.exists():
-        return []
-    with TurnStore(store.turns_path) as turns:
-        return [turn for turn in turns.holding(tokens) if _matches_all(tokens, turn.text)]
-
-
-def _planned_turns(store: MemoryStore, listed: list[ForgottenTurn]) -> list[KeptTurn]:
-    """The kept turns a plan listed, as they are now (those gone meanwhile are left out)."""
-    if not listed or not store.turns_path.exists():
-        return []
-    wanted = {(t.source_path, t.line_start, t.part) for t in listed}
-    with TurnStore(store.turns_path) as turns:
-        found = turns.overlapping({(t.source_path, t.line_start, t.line_end) for t in listed})
-    return [turn for turn in found if turn.key in wanted]
-
-
-def _listed(turn: KeptTurn, tokens: list[str]) -> ForgottenTurn:
-    """A turn as the report lists it, with a short excerpt around the first query word."""
-    text = " ".join(turn.text.split())
-    folded = text.casefold()
-    found = [folded.find(t) for t in tokens if t in folded]
-    start = max(0, min(found, default=0) - 30) if len(folded) == len(text) else 0
-    if start:
-        start = text.find(" ", start, min(found)) + 1  # from a word's start (0: from the first)
-    excerpt = text[start : start + _EXCERPT_CHARS]
-    if start:
-        excerpt = "…" + excerpt
-    if start + _EXCERPT_CHARS < len(text):
-        excerpt += "…"
-    return ForgottenTurn(turn.source_path, turn.line_start, turn.line_end, turn.part, turn.role,
-                         turn.session, turn.date, excerpt)  # fmt: skip
-
-
 def _update_derived(store: MemoryStore, report: ForgetReport) -> None:
     """Regenerate the startup context and the vault, then purge the index (problems noted)."""
     from obsmem.context.prepare import prepare_context
     from obsmem.reflect.router import route
+    from obsmem.search.scrub import scrub_index
 
     try:
         report.derived += prepare_context(store).written
@@ -547,52 +462,7 @@ def _update_derived(store: MemoryStore, report: ForgetReport) -> None:
     removed = {line.id for line in report.lines} | set(report.ids)
     try:
         report.index_entries, report.vectors = using_index(
-            store.index_path, lambda conn: _purge_index(store, conn, removed, len(changed))
+            store.index_path, lambda conn: scrub_index(store, conn, removed, len(changed))
         )
     except OmError as exc:
         report.problems.append(f"index not updated: {exc} (the next search updates it)")
-
-
-def _purge_index(
-    store: MemoryStore, conn: sqlite3.Connection, ids: set[str], changed: int
-) -> tuple[int, int]:
-    """Bring the index up to date with the rewritten files, so that the removed text is gone
-    from its file, not only from its results; return (entries removed, vectors removed)."""
-    from obsmem.search.vectors import embed_text, text_hash
-
-    marks = ", ".join("?" for _ in ids) or "NULL"
-    select = f"SELECT section, text FROM entries WHERE id IN ({marks})"
-    before = conn.execute(select, sorted(ids)).fetchall()
-    # Deleted rows are overwritten with zeros rather than left in free pages.
-    conn.execute("PRAGMA secure_delete = ON")
-    done: RefreshReport = refresh(store, conn)
-    after = conn.execute(select, sorted(ids)).fetchall()
-    texts = {(section, text) for section, text in before} - {(s, t) for s, t in after}
-    hashes = {text_hash(embed_text(section, str(text))) for section, text in texts}
-    still = {
-        text_hash(embed_text(section, str(text)))
-        for section, text in conn.execute(
-            f"SELECT section, text FROM entries WHERE text IN ({', '.join('?' for _ in texts)})",
-            [t for _, t in texts],
-        )
-    } if texts else set()  # fmt: skip
-    gone = sorted(hashes - still)
-    vectors = 0
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for digest in gone:
-            vectors += conn.execute("DELETE FROM vectors WHERE hash = ?", (digest,)).rowcount
-        # A delete only marks full-text postings dead; merging the segments drops the words.
-        conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    if done.files_indexed + done.files_removed < changed:
-        # Another process indexed the new files first, on a connection that left the old rows
-        # in free pages: copy the database into clean pages.
-        conn.execute("VACUUM")
-    # Old page images stay in the write-ahead log until it is checkpointed.
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return len(before) - len(after), vectors
