@@ -136,10 +136,9 @@ def embed_vocabulary(
 
     model = embedder.name
     wanted = chosen_items((str(text) for _, _, text in conn.execute(ENTRIES_SQL)), limit)
-    stored = {
-        str(item): int(dim)
-        for item, dim in conn.execute("SELECT item, dim FROM vocabulary WHERE model = ?", (model,))
-    }
+    stored = _stored_items(conn, embedder)
+    # With nothing stored every item is missing: the dim is not asked for, since an endpoint's
+    # costs a probe request (``endpoint.py``).
     dim = embedder.dim if stored else 0
     missing = [item for item in wanted if stored.get(item) != dim]
     keep = set(wanted)
@@ -251,6 +250,7 @@ def _held(text: str) -> set[str]:
 
 
 def _stored_items(conn: sqlite3.Connection, embedder: Embedder) -> dict[str, int]:
+    """The dim of each item stored under ``embedder``."""
     sql = "SELECT item, dim FROM vocabulary WHERE model = ?"
     return {str(item): int(dim) for item, dim in conn.execute(sql, (embedder.name,))}
 
@@ -289,7 +289,32 @@ def _pairs(text: str) -> list[str]:
 
 
 def _update(loaded: _Loaded, embedder: Embedder) -> None:
-    """Bring ``loaded`` in line with its connection's index.
+    """Bring ``loaded`` in line with its connection's index: its holders (``_follow_texts``),
+    then its items when the stored ones changed, and the holders of each item."""
+    conn = loaded.conn
+    current = {int(rowid): str(text) for rowid, _, text in conn.execute(ENTRIES_SQL)}
+    stored = _stored_items(conn, embedder)
+    entries_changed = _follow_texts(loaded, current, stored)
+    vocabulary = loaded.vocabulary
+    if vocabulary is None or stored != loaded.stored:
+        vocabulary = _read_items(conn, embedder, vocabulary)
+        loaded.stored = stored
+    elif not entries_changed:
+        return
+    if vocabulary is not None:
+        postings, rare = loaded.postings, loaded.rare
+        assert rare is not None  # set by _follow_texts
+        holders = [
+            postings.get(item, []) if item in postings or " " not in item else rare.holders(item)
+            for item in vocabulary.items
+        ]
+        vocabulary = replace(vocabulary, holders=holders, speakers=loaded.speakers)
+    loaded.vocabulary = vocabulary
+
+
+def _follow_texts(loaded: _Loaded, current: dict[int, str], stored: Collection[str]) -> bool:
+    """Bring ``loaded``'s holders and speakers in line with the entries' texts ``current``
+    (rowid to text); whether any entry's text changed.
 
     Every entry's rowid and text are read (no embedding, no tokenizing): a rowid is not proof
     of a text, because ``entries`` reuses the rowids of the last rows deleted (editing the
@@ -299,9 +324,6 @@ def _update(loaded: _Loaded, embedder: Embedder) -> None:
     entry makes held by ``PHRASE_MIN`` entries moves to ``postings``."""
     import bisect
 
-    conn = loaded.conn
-    current = {int(rowid): str(text) for rowid, _, text in conn.execute(ENTRIES_SQL)}
-    stored = _stored_items(conn, embedder)
     old = loaded.texts
     gone = [rowid for rowid, text in old.items() if current.get(rowid) != text]
     added = [rowid for rowid, text in current.items() if old.get(rowid) != text]
@@ -333,6 +355,9 @@ def _update(loaded: _Loaded, embedder: Embedder) -> None:
             del speakers[rowid]
     for rowid in added:
         text = current[rowid]
+        # Its rare phrases are listed once all of its phrases are judged: listed at once, the
+        # entry would be among the holders found for another of its phrases under that key.
+        still_rare: list[str] = []
         for item in _held(text):
             held = listed(item)
             if held is None:
@@ -341,11 +366,13 @@ def _update(loaded: _Loaded, embedder: Embedder) -> None:
                 if len(found) + 1 >= PHRASE_MIN:
                     found = rare.holders(item)
                 if len(found) + 1 < PHRASE_MIN:
-                    rare.add(item, rowid)
+                    still_rare.append(item)
                     continue
                 rare.take(item, found)
                 held = touched[item] = found
             bisect.insort(held, rowid)
+        for item in still_rare:
+            rare.add(item, rowid)
         if speakers is not None:
             speakers[rowid] = speaker_label(text)
     for item, held in touched.items():
@@ -356,19 +383,7 @@ def _update(loaded: _Loaded, embedder: Embedder) -> None:
     loaded.texts = current
     if speakers is not None:
         loaded.speakers = speakers
-    vocabulary = loaded.vocabulary
-    if vocabulary is None or stored != loaded.stored:
-        vocabulary = _read_items(conn, embedder, vocabulary)
-        loaded.stored = stored
-    elif not entries_changed:
-        return
-    if vocabulary is not None:
-        holders = [
-            postings.get(item, []) if item in postings or " " not in item else rare.holders(item)
-            for item in vocabulary.items
-        ]
-        vocabulary = replace(vocabulary, holders=holders, speakers=loaded.speakers)
-    loaded.vocabulary = vocabulary
+    return entries_changed
 
 
 def _read_items(

@@ -122,3 +122,31 @@ def test_holders_across_writes_are_a_fresh_reads_and_rare_phrases_get_no_list(
         assert "red wine" not in final.position
     finally:
         conn.close()
+
+
+def test_an_added_entry_with_two_phrases_under_one_key_holds_each_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two phrases of one new entry share a key. The one looked at second must not find the
+    # entry itself listed under the key (by the first): it would be taken with the entry as a
+    # holder already, which then holds it twice, and the first would lose the entry.
+    shared = {"green tea", "black coffee"}
+    monkeypatch.setattr(vocabulary_module, "_phrase_key", lambda p: 0 if p in shared else hash(p))
+    store = _store(tmp_path, ["Ann: green tea", "Bob: black coffee"])
+    embedder = WordEmbedder()
+    conn = open_index(store.index_path)
+    try:
+        refresh(store, conn)
+        assert load_vocabulary(conn, embedder) is None  # read once: both phrases rare
+        _add(store, ["Cat: green tea black coffee", "Dan: green tea black coffee"])
+        refresh(store, conn)
+        load_vocabulary(conn, embedder)
+        embed_vocabulary(conn, embedder, 100)  # both phrases seen three times: items now
+        loaded = load_vocabulary(conn, embedder)
+        _same(loaded, _fresh_load(conn, embedder))
+        assert loaded is not None
+        rowids = [r for (r,) in conn.execute("SELECT rowid FROM entries ORDER BY rowid")]
+        assert loaded.holders[loaded.position["green tea"]] == [rowids[0], *rowids[2:]]
+        assert loaded.holders[loaded.position["black coffee"]] == rowids[1:]
+    finally:
+        conn.close()
