@@ -100,11 +100,10 @@ _KEYWORDS = ("pass", "pwd", "secret", "token", "credential", "creds", "auth", "s
 #: Lowercase substrings one of which a text must hold for :func:`redact_assignments` to find
 #: anything in it.
 KEYWORDS = (*_KEYWORDS, "key")
-# As a set: ``isdisjoint`` with it looks up the few words a text holds, not each keyword.
-#: The same words as a set, for the cheap "may this text hold one" checks.
+#: The same words as a set, for the cheap "may this text hold one" checks (``isdisjoint``
+#: with it looks up the few words a text holds, not each keyword).
 KEYWORD_SET = frozenset(KEYWORDS)
 _KEY_BEFORE = re.compile(r"(?:api|access|private|auth|signing|encryption|master)[ _-]?\Z")
-_KEY_GLUED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _SPLIT = re.compile(r"[_.\- ]+")
 _SUFFIX_KINDS = (
@@ -290,7 +289,7 @@ def _keyword_hits(low: str, present: set[str] | None) -> list[tuple[int, int]]:
         before = _KEY_BEFORE.search(low, max(0, at - 11), at)
         if before is not None:
             hits.append((before.start(), at + 3))
-        elif at > 0 and low[at - 1] in _KEY_GLUED:
+        elif at > 0 and low[at - 1] in _IDENT:
             hits.append((at, at + 3))  # SERVICE_KEY, accountKey: judged by their value
         elif at > 1 and low[at - 1] == " " and _PROSE_IS.match(low, at + 3) is not None:
             hits.append((at, at + 3))  # "my license key is ...": judged with the word before
@@ -311,20 +310,12 @@ def redact_assignments(
         return text
     spans: list[tuple[int, int, str]] = []
     done = 0
-    n = len(text)
     if low is None:
         low = ascii_lower(text)
     for hit_start, hit_end in _keyword_hits(low, present):
         if hit_start < done:
             continue
-        start = hit_start
-        while start > 0 and text[start - 1] in _IDENT and hit_start - start < _MAX_KEY:
-            start -= 1
-        end = hit_end
-        while end < n and text[end] in _IDENT and end - hit_end < _MAX_KEY:
-            end += 1
-        while end > hit_end and text[end - 1] in ".-":
-            end -= 1  # "the password." ends a sentence, not a key
+        start, end = _key_span(text, hit_start, hit_end)
         done = end
         key = text[start:end]
         core = key.lstrip("-")
@@ -373,6 +364,23 @@ def redact_assignments(
             done = rest[-1][1]
         counts[kind] += 1
     return splice(text, spans)
+
+
+def _key_span(text: str, hit_start: int, hit_end: int) -> tuple[int, int]:
+    """The identifier holding the secret word ``text[hit_start:hit_end]``: grown at most
+    ``_MAX_KEY`` characters each way, not back over an escaped break or tab (``\\npassword: |``
+    in a JSON string: its letter is no part of the key) nor forward to a sentence's end."""
+    start = hit_start
+    while start > 0 and text[start - 1] in _IDENT and hit_start - start < _MAX_KEY:
+        if start > 1 and text[start - 2] == "\\" and text[start - 1] in "nrt":
+            break
+        start -= 1
+    end = hit_end
+    while end < len(text) and text[end] in _IDENT and end - hit_end < _MAX_KEY:
+        end += 1
+    while end > hit_end and text[end - 1] in ".-":
+        end -= 1  # "the password." ends a sentence, not a key
+    return start, end
 
 
 def _value_after(text: str, start: int, end: int, flag: bool) -> tuple[int, int, bool] | None:

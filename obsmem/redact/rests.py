@@ -71,7 +71,7 @@ def own_line(first: str, line: str) -> bool:
     both cases) or a written name (``us-east-1``, ``fix-issue-42``). After a hex value, hex
     goes on: a word of hex letters (``cafe``) or a number of six digits or more is its rest.
     Versions and dotted names are left to the caller."""
-    if "=" in line.rstrip("=") or line[0] == ".":
+    if "=" in line.rstrip("=") or line.startswith("."):
         return True
     tail = _JOINERS.split(first[-_TAIL:])[-1]  # the value's end, a prefix aside
     if _HEX_END.match(tail) and (set(line) <= _HEX_LOWER or set(line) <= _HEX_UPPER):
@@ -152,14 +152,21 @@ def _written(line: str) -> bool:
 
 
 # --- YAML block scalars: password: |, api_token: >-, password: !vault | ---------------------
-# A key's block indicator (after an optional tag: !vault) and its line break, real, CRLF or
-# JSON-escaped; then each line of the block: its indentation and its text.
+# A key's block indicator (after an optional tag: !vault) and its line break, real or escaped
+# in a string (JSON, a Python repr), LF or CRLF; then each line of the block: its indentation
+# and its text.
 _BLOCK = re.compile(
     r"[\"']?[ \t]{0,10}:[ \t]{1,10}(?:!{1,2}[\w-]{1,30}[ \t]{1,10})?[|>][+-]?[1-9]?[ \t]*"
-    r"(\r?\n|\\n)"
+    r"(\r?\n|(?:\\r)?\\n)"
 )
 _BLOCK_LINE = re.compile(r"([ \t]+)(\S[^\r\n]{0,1000}?)[ \t]*(?:\r?\n|\Z)")
-_ESCAPED_BLOCK_LINE = re.compile(r'([ \t]+)([^\s\\"][^\r\n\\"]{0,1000}?)[ \t]*(?:\\n|(?="))')
+# An escaped line ends at an escaped break or at the string's closing quote: a " (JSON escapes
+# the others), or a ' that ends a Python repr's string, so before a , ) ] } or the line's end
+# rather than a letter or a blank ("Lena's", "students' books" in a JSON string).
+_ESCAPED_BLOCK_LINE = re.compile(
+    r'([ \t]+)([^\s\\"][^\r\n\\"]{0,1000}?)[ \t]*'
+    r"(?:(?:\\r)?\\n|(?=\")|(?='(?:[,;)\]}]|[ \t]*(?:\r?\n|\Z))))"
+)
 _BLOCK_MAX = 200  # lines of one block taken at most
 _INDENT_MAX = 1000  # how far back the key's line start is looked for
 #: What an Ansible vault's first line starts with.
@@ -174,12 +181,16 @@ def block_body(text: str, start: int, end: int) -> list[tuple[int, int]] | None:
     m = _BLOCK.match(text, end)
     if m is None:
         return None
-    escaped = m.group(1) == "\\n"
+    escaped = m.group(1).endswith("\\n")
     floor = max(0, start - _INDENT_MAX)
     line_start = text.rfind("\n", floor, start) + 1
     if escaped:  # the line starts after an escaped break or the string's opening quote
+        brk = text.rfind("\\n", floor, start)
         line_start = max(
-            line_start, text.rfind("\\n", floor, start) + 2, text.rfind('"', floor, start) + 1
+            line_start,
+            brk + 2 if brk != -1 else floor,
+            text.rfind('"', floor, start) + 1,
+            text.rfind("'", floor, start) + 1,  # a Python repr's
         )
     indent = start - max(line_start, floor)
     pattern = _ESCAPED_BLOCK_LINE if escaped else _BLOCK_LINE

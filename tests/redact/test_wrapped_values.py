@@ -190,6 +190,27 @@ def test_a_yaml_block_value_goes_whole(text: str) -> None:
     assert "host: db" in out or "org: acme" in out, out
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A Python repr quotes with ': the key's line starts after that quote, and the block's
+        # last line may end at it.
+        repr({"content": "password: |\n  Xk29fPq7Lm3Rt8ZwQ2v9\nhost: db\n"}),
+        repr({"content": "host: db\npassword: |\n  Xk29fPq7Lm3Rt8ZwQ2v9"}),
+        # A key right after an escaped break: its "n" is not the key's.
+        json.dumps({"content": "host: db\npassword: |\n  Xk29fPq7Lm3Rt8ZwQ2v9\n"}),
+        # CRLF inside a JSON string: \\r\\n.
+        json.dumps({"content": "database:\r\n  password: |\r\n    Xk29fPq7Lm3Rt8ZwQ2v9\r\n"}),
+        json.dumps({"content": "password: |\r\n  Xk29fPq7Lm3Rt8ZwQ2v9\r\nhost: db\r\n"}),
+    ],
+    ids=["repr-first-line", "repr-last-line", "json-after-break", "json-crlf-nested", "json-crlf"],
+)
+def test_a_yaml_block_value_in_an_escaped_string_goes_whole(text: str) -> None:
+    out = redact(text)
+    assert "Xk29fPq7" not in out and "[REDACTED:password]" in out, out
+    assert "host: db" in out or "database:" in out, out
+
+
 def test_an_ansible_vault_keeps_its_header_and_loses_its_body() -> None:
     body = "62313365396662343061393464336163383764373764613633653634306231386433626436623361"
     vault = "db_password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n"
@@ -208,6 +229,7 @@ def test_an_ansible_vault_keeps_its_header_and_loses_its_body() -> None:
         "api_token: >-\n  ${GITHUB_TOKEN}\norg: acme\n",  # a placeholder
         "description: |\n  Xk29fPq7Lm3Rt8ZwQ2v9\n",  # no secret key
         "password: |\nXk29fPq7Lm3Rt8ZwQ2v9\n",  # not indented: no block
+        "  password: |\\n  Xk29fPq7Lm3Rt8ZwQ2v9\\n",  # escaped, not indented past its key
     ],
 )
 def test_a_yaml_block_without_a_secret_stays(text: str) -> None:
