@@ -397,12 +397,7 @@ def _value_after(text: str, start: int, end: int, flag: bool) -> tuple[int, int,
         # <add key="ClearTextPassword" value="..."/>: the value is the next attribute's.
         sep = _SEP_XML.match(text, pos)
         if sep is not None:
-            pos = sep.end()
-            if text.startswith('\\"', pos):
-                m = _ESCAPED_QUOTED.match(text, pos)
-            else:
-                m = _QUOTED[text[pos]].match(text, pos) if text[pos] in _QUOTED else None
-            return (m.start(1), m.end(1), True) if m else None
+            return _quoted_at(text, sep.end(), cut=False)
     colon = False
     if flag:
         sep = _SEP_FLAG.match(text, pos)
@@ -418,13 +413,8 @@ def _value_after(text: str, start: int, end: int, flag: bool) -> tuple[int, int,
     vpos = sep.end()
     if vpos >= len(text):
         return None
-    if text.startswith('\\"', vpos):
-        m = _ESCAPED_QUOTED.match(text, vpos)
-        return (m.start(1), m.end(1), True) if m else None
-    opener = text[vpos]
-    if opener in _QUOTED:
-        m = _QUOTED[opener].match(text, vpos) or _OPEN_QUOTED.match(text, vpos)
-        return (m.start(1), m.end(1), True) if m else None
+    if text.startswith('\\"', vpos) or text[vpos] in _QUOTED:
+        return _quoted_at(text, vpos, cut=True)
     if colon:
         m = _BARE_COLON.match(text, vpos)
         if m is None:
@@ -446,6 +436,19 @@ def _value_after(text: str, start: int, end: int, flag: bool) -> tuple[int, int,
         flag or sep.group() == "=" or _VALUE_END.match(text, vend) is not None
     )
     return vpos, max(vend, vpos), alone
+
+
+def _quoted_at(text: str, pos: int, *, cut: bool) -> tuple[int, int, bool] | None:
+    """The value in the quotes that open at ``pos`` (double, single or back quotes, or ``\\"``
+    in a JSON string), standing alone; with ``cut``, also the first part of one a real line
+    break cuts before its closing quote. None when the quotes do not close."""
+    if text.startswith('\\"', pos):
+        m = _ESCAPED_QUOTED.match(text, pos)
+    elif text[pos] in _QUOTED:
+        m = _QUOTED[text[pos]].match(text, pos) or (_OPEN_QUOTED.match(text, pos) if cut else None)
+    else:
+        m = None
+    return (m.start(1), m.end(1), True) if m else None
 
 
 def _word_after(sep: re.Pattern[str], text: str, pos: int) -> tuple[int, int, str] | None:
