@@ -245,6 +245,7 @@ _phrase_key: Callable[[str], int] = hash
 
 
 def _held(text: str) -> set[str]:
+    """The words and two-word phrases ``text`` holds (any count)."""
     words, pairs = _items_of(entry_words(text))
     return words.union(pairs)
 
@@ -264,16 +265,16 @@ def _first_read(loaded: _Loaded, current: dict[int, str], stored: Collection[str
     phrases held once, most of them."""
     built: defaultdict[str, list[int]] = defaultdict(list)
     keys: array[int] = array("q")
-    holders: array[int] = array("q")
+    rowids: array[int] = array("q")
     for rowid, text in current.items():
         for item in _held(text):
             if " " not in item or item in stored:
                 built[item].append(rowid)
             else:
                 keys.append(_phrase_key(item))
-                holders.append(rowid)
-    rare = RarePhrases(keys, holders, current, _pairs, _phrase_key)
-    del keys, holders
+                rowids.append(rowid)
+    rare = RarePhrases(keys, rowids, current, _pairs, _phrase_key)
+    del keys, rowids  # copied, sorted, into ``rare``: freed before the second look
     common = rare.common_keys(PHRASE_MIN)
     for rowid in rare.rows_of(common):
         for phrase in set(_pairs(current[rowid])):
@@ -285,6 +286,7 @@ def _first_read(loaded: _Loaded, current: dict[int, str], stored: Collection[str
 
 
 def _pairs(text: str) -> list[str]:
+    """The two-word phrases of ``text``, with repeats (``RarePhrases``' ``phrases_of``)."""
     return _items_of(entry_words(text))[1]
 
 
@@ -361,15 +363,11 @@ def _follow_texts(loaded: _Loaded, current: dict[int, str], stored: Collection[s
         for item in _held(text):
             held = listed(item)
             if held is None:
-                # The key's list is a superset of the phrase's holders: often short enough.
-                found = rare.listed(rare.key(item))
-                if len(found) + 1 >= PHRASE_MIN:
-                    found = rare.holders(item)
-                if len(found) + 1 < PHRASE_MIN:
+                held = _taken(rare, item)
+                if held is None:
                     still_rare.append(item)
                     continue
-                rare.take(item, found)
-                held = touched[item] = found
+                touched[item] = held
             bisect.insort(held, rowid)
         for item in still_rare:
             rare.add(item, rowid)
@@ -384,6 +382,19 @@ def _follow_texts(loaded: _Loaded, current: dict[int, str], stored: Collection[s
     if speakers is not None:
         loaded.speakers = speakers
     return entries_changed
+
+
+def _taken(rare: RarePhrases, phrase: str) -> list[int] | None:
+    """The holders of the rare ``phrase``, taken out of ``rare``, when one more entry makes
+    them ``PHRASE_MIN``; None while it stays rare."""
+    # The key's list is a superset of the phrase's holders: often short enough to tell.
+    found = rare.listed(rare.key(phrase))
+    if len(found) + 1 >= PHRASE_MIN:
+        found = rare.holders(phrase)
+    if len(found) + 1 < PHRASE_MIN:
+        return None
+    rare.take(phrase, found)
+    return found
 
 
 def _read_items(
