@@ -77,10 +77,10 @@ def entry_words(text: str) -> list[str]:
     """The content words of an entry's own text in order, its ``Name:`` label left out; a
     dropped word leaves "" in its place, so that no phrase spans it."""
     body = text.partition(":")[2] if speaker_label(text) else text
-    return [
-        word if len(word) > 2 and word not in STOPWORDS else ""
-        for word in _WORD.findall(body.casefold())
-    ]
+    # Found, then casefolded, as a query's words are (``bridge.head_words``): casefolding may
+    # make a mark of a letter ("İ": "i" and a combining dot), which would split the word.
+    words = (match.casefold() for match in _WORD.findall(body))
+    return [word if len(word) > 2 and word not in STOPWORDS else "" for word in words]
 
 
 def _items_of(words: Sequence[str]) -> tuple[set[str], list[str]]:

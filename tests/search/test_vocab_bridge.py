@@ -77,6 +77,14 @@ def test_entry_words_leave_out_the_label_digits_and_stopwords() -> None:
     assert entry_words("note: x")[0] == "" and entry_words("deploy broke")[0] == "deploy"
 
 
+def test_an_entry_s_words_are_casefolded_once_found_as_a_query_s_are() -> None:
+    # Casefolded first, "İ" became "i" and a combining dot (no letter): "İstanbul" fell apart
+    # into "i" and "stanbul", a word the query's "İstanbul" never is.
+    assert entry_words("Ann: İstanbul trips") == ["i\u0307stanbul", "trips"]
+    assert head_words("Which İstanbul trips") == entry_words("Ann: İstanbul trips")
+    assert entry_words("Bob: STRASSE Straße") == ["strasse", "strasse"]
+
+
 def test_the_vocabulary_holds_every_word_and_the_phrases_seen_three_times() -> None:
     texts = [
         "Ann: pottery class today",
