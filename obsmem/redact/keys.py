@@ -319,7 +319,7 @@ def redact_assignments(
         done = end
         key = text[start:end]
         core = key.lstrip("-")
-        flag = len(key) - len(core) >= 1 and (start == 0 or text[start - 1] in " \t\n'\"")
+        flag = key.startswith("-") and (start == 0 or text[start - 1] in " \t\n'\"")
         judged = _key_kind(core, flag)
         if judged is None:
             judged = _prose_key(low, start, core.lower())

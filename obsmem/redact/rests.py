@@ -177,7 +177,7 @@ def block_body(text: str, start: int, end: int) -> list[tuple[int, int]] | None:
     """The lines of a YAML block scalar whose key is ``text[start:end]`` (each line's text, up
     to :data:`_BLOCK_MAX`), or None when no block follows the key. The block is the lines after
     it indented more than the key (a list item's ``- `` counted in), in a text of real line
-    breaks or inside a JSON string."""
+    breaks or inside a string with escaped ones (JSON, a Python repr)."""
     m = _BLOCK.match(text, end)
     if m is None:
         return None

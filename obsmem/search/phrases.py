@@ -137,6 +137,7 @@ class RarePhrases:
         self._merge()
 
     def _merge(self) -> None:
+        """The arrays built again from their live pairs and those of ``_more``, sorted."""
         import numpy as np
 
         count = sum(len(more) for more in self._more.values())
