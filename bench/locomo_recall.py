@@ -48,6 +48,7 @@ import re
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -301,13 +302,16 @@ class EmbedCache:
     """Vectors by (model id, exact text) in one SQLite file, shared by every run that names it.
 
     SQLite, so that two runs using the same folder at once neither corrupt nor lose each other's
-    vectors.
+    vectors. Its connection may be used from any thread, one at a time (``CachedEmbedder``
+    holds a lock), as hybrid search embeds a query beside BM25.
     """
 
     def __init__(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / "embeddings.sqlite"
-        self.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        self.conn = sqlite3.connect(
+            self.path, timeout=60, isolation_level=None, check_same_thread=False
+        )
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute(
             "CREATE TABLE IF NOT EXISTS vectors (model TEXT, hash TEXT, dim INTEGER, vec BLOB,"
@@ -368,11 +372,15 @@ class CachedEmbedder:
     and the model file's digest) keys the cache, so two builds of one model never mix.
     """
 
+    #: ``embed`` runs under a lock, so hybrid search may call it from its own thread.
+    thread_safe = True
+
     def __init__(
         self, name: str, model_id: str, load: Callable[[], Embedder], cache: EmbedCache
     ) -> None:
         self._name, self.model_id, self._load, self.cache = name, model_id, load, cache
         self._inner: Embedder | None = None
+        self._lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -393,6 +401,10 @@ class CachedEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Any:
         """Vectors of ``texts``, the model run only on those the cache does not hold."""
+        with self._lock:
+            return self._embed(texts)
+
+    def _embed(self, texts: Sequence[str]) -> Any:
         import numpy as np
 
         found = self.cache.get(self.model_id, texts)

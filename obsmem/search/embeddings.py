@@ -38,6 +38,7 @@ import importlib
 import importlib.util
 import json
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,6 +66,7 @@ __all__ = [
     "packaged_model_folder",
     "reset_backend_cache",
     "resolve_backend",
+    "thread_safe",
 ]
 
 #: The fastembed model used when ``OM_EMBED_MODEL`` is empty.
@@ -95,6 +97,13 @@ class Embedder(Protocol):
         """A ``(len(texts), dim)`` float32 array of unit-length rows, in the order of ``texts``."""
 
 
+def thread_safe(embedder: Embedder) -> bool:
+    """True when ``embedder.embed`` may run on another thread than the one that made it, as
+    hybrid search runs the query's embedding beside BM25: an embedder says so with a true
+    ``thread_safe`` attribute (one holding a SQLite connection, say, must not)."""
+    return bool(getattr(embedder, "thread_safe", False))
+
+
 #: Calls with at most this many texts run on the one-thread session (``FastEmbedEmbedder``).
 _FEW = 4
 
@@ -107,6 +116,9 @@ class FastEmbedEmbedder:
     name is registered as a mean-pooled, normalised model whose dimension is read from the
     folder's ``config.json`` (``hidden_size``), which is what sentence-transformers exports use.
     """
+
+    #: ONNX Runtime sessions may run from any thread (see ``thread_safe``).
+    thread_safe = True
 
     def __init__(self, model: str, path: Path | None = None, *, batch_size: int = 64) -> None:
         from fastembed import TextEmbedding
@@ -123,6 +135,7 @@ class FastEmbedEmbedder:
         if path is not None:
             self._kwargs["specific_model_path"] = str(path)
         self._sessions: dict[bool, TextEmbedding] = {}
+        self._loading = threading.Lock()
         self._name = model
         self._batch_size = batch_size
         self._dim = int(self.embed(["dimension probe"]).shape[1])
@@ -139,10 +152,14 @@ class FastEmbedEmbedder:
         """
         session = self._sessions.get(few)
         if session is None:
-            from fastembed import TextEmbedding
+            with self._loading:  # two threads' first calls load the model once
+                session = self._sessions.get(few)
+                if session is None:
+                    from fastembed import TextEmbedding
 
-            session = TextEmbedding(self._name, threads=1 if few else None, **self._kwargs)
-            self._sessions[few] = session
+                    threads = 1 if few else None
+                    session = TextEmbedding(self._name, threads=threads, **self._kwargs)
+                    self._sessions[few] = session
         return session
 
     @property

@@ -63,6 +63,9 @@ class EndpointEmbedder:
     asked for before any). Rows are normalised to unit length whatever the server returns.
     """
 
+    #: The OpenAI client may be used from any thread (see ``embeddings.thread_safe``).
+    thread_safe = True
+
     def __init__(
         self,
         model: str,

@@ -50,6 +50,7 @@ is how BM25-only search is reranked.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from datetime import date as Date
 from typing import TYPE_CHECKING
@@ -76,6 +77,8 @@ from obsmem.search.speakers import (
 from obsmem.search.vectors import VectorStore, embed_text
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     import numpy as np
     import numpy.typing as npt
 
@@ -203,6 +206,23 @@ def _importance(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+_EXECUTOR: ThreadPoolExecutor | None = None
+_EXECUTOR_LOCK = threading.Lock()
+
+
+def _embedding_thread() -> ThreadPoolExecutor:
+    """The threads query embeddings run on, beside BM25 (made on first use; two, so that a
+    resident process answering two searches at once does not queue one model call behind the
+    other)."""
+    global _EXECUTOR
+    with _EXECUTOR_LOCK:
+        if _EXECUTOR is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _EXECUTOR = ThreadPoolExecutor(max_workers=2, thread_name_prefix="om-query-embed")
+        return _EXECUTOR
+
+
 def _semantic(
     conn: sqlite3.Connection,
     query: str,
@@ -213,6 +233,7 @@ def _semantic(
     dates: Sequence[DateSpan] = (),
     also: Sequence[str] = (),
     embedded: dict[str, npt.NDArray[np.float32]] | None = None,
+    embedding: Callable[[], npt.NDArray[np.float32]] | None = None,
 ) -> list[tuple[int, float]] | None:
     """The vector ranking for ``query``, or None when the query cannot be embedded.
 
@@ -220,13 +241,15 @@ def _semantic(
     ``bridge.words_to_embed``: one call costs less than two), their vectors put in ``embedded``.
     With ``dates`` (those the query names), entries dated within them are raised by
     ``OM_SEARCH_VECTOR_DATE_BOOST`` (``date_boosted``), from a ranking ``DATED_DEPTH`` times
-    deeper (without filters; with them, among the ``pool`` that pass).
+    deeper (without filters; with them, among the ``pool`` that pass). ``embedding``, when
+    given, returns the matrix of ``[query, *also]`` already being computed (or raises as the
+    model did).
     """
     from obsmem.search.embeddings import notice
 
     vectors = VectorStore(conn, embedder, settings.search_vector_context_weight)
     try:
-        matrix = embedder.embed([query, *also])
+        matrix = embedding() if embedding is not None else embedder.embed([query, *also])
     except Exception as exc:  # an endpoint or a model failing must not fail the search
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         notice(f"hybrid search unavailable (cannot embed the query: {detail}); using BM25 only")
@@ -342,6 +365,16 @@ def hybrid_rows(
     # Extra candidates so that dropping vault copies still leaves enough distinct entries.
     pool = max(POOL, limit * 3, top * 2)
     ranking = Ranking.for_query(query, settings, today)
+    embedding: Future[npt.NDArray[np.float32]] | None = None
+    also: list[str] = []
+    if embedder is not None:
+        from obsmem.search.embeddings import thread_safe
+
+        also = words_to_embed(conn, embedder, query, settings.search_vocab_bridge_weight)
+        if thread_safe(embedder):
+            # The model runs while SQLite does BM25 (both leave the GIL): on two cores or more
+            # the query costs the longer of the two rather than their sum.
+            embedding = _embedding_thread().submit(embedder.embed, [query, *also])
     keyword = bm25_rows(conn, expression, pool, ranking, where)
     semantic = None
     words: dict[str, npt.NDArray[np.float32]] = {}  # the bridge's, embedded with the query
@@ -350,9 +383,18 @@ def hybrid_rows(
         dates = ranking.dates
         if settings.search_date_boost <= 0 and settings.search_vector_date_boost > 0:
             dates = tuple(query_dates(query, today))
-        weight = settings.search_vocab_bridge_weight
-        also = words_to_embed(conn, embedder, query, weight)
-        semantic = _semantic(conn, query, embedder, pool, settings, where, dates, also, words)
+        semantic = _semantic(
+            conn,
+            query,
+            embedder,
+            pool,
+            settings,
+            where,
+            dates,
+            also,
+            words,
+            embedding.result if embedding is not None else None,
+        )
     rows: dict[int, tuple[object, ...]] = {int(str(row[-1])): row for row in keyword}
     if semantic is None:
         scores = {rowid: 0.0 - float(str(row[0])) for rowid, row in rows.items()}
