@@ -113,11 +113,19 @@ _FORMS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
 _PGPASS = re.compile(
     r":(?:\d{1,5}|\*):[^\s:]{1,100}:[^\s:]{1,100}:(\S{1,200})[ \t]*$", re.MULTILINE
 )
-# The same line as a JSON string holds it: from a quote (or an escaped line break) to the next.
-_PGPASS_QUOTED = re.compile(
-    r':(?:\d{1,5}|\*):[^\s:"\\]{1,100}:[^\s:"\\]{1,100}:((?:[^\s"\\]|\\\\){1,200})(?="|\\[nr])'
-)
-_QUOTED_LINE_START = re.compile(r'(?:"|\\[nr])[A-Za-z0-9_.*\-\[\]]{1,253}\Z')
+# The same line as a quoted string holds it (JSON's ", a Python repr's '): from the quote (or an
+# escaped line break) to the next. One pattern per quote, so a ' inside a JSON string's value
+# does not end it.
+_PGPASS_QUOTED = {
+    q: re.compile(
+        rf":(?:\d{{1,5}}|\*):[^\s:{q}\\]{{1,100}}:[^\s:{q}\\]{{1,100}}:"
+        rf"((?:[^\s{q}\\]|\\\\){{1,200}})(?={q}|\\[nr])"
+    )
+    for q in "\"'"
+}
+_QUOTED_LINE_START = {
+    q: re.compile(rf"(?:{q}|\\[nr])[A-Za-z0-9_.*\-\[\]]{{1,253}}\Z") for q in "\"'"
+}
 _HOST = re.compile(r"[A-Za-z0-9_.*\-\[\]]{1,253}\Z")
 
 # Docker's config.json "auth" and .npmrc's _auth: base64 of "user:password".
@@ -160,9 +168,11 @@ def _pgpass(text: str, spans: list[tuple[int, int, str]]) -> None:
         line_start = text.rfind("\n", 0, m.start()) + 1
         if _HOST.match(text, line_start, m.start()) and _is_secret(m.group(1)):
             spans.append((m.start(1), m.end(1), "password"))
-    if '"' in text:
-        for m in _PGPASS_QUOTED.finditer(text):
-            host = _QUOTED_LINE_START.search(text, max(0, m.start() - 256), m.start())
+    for quote, pattern in _PGPASS_QUOTED.items():
+        if quote not in text:
+            continue
+        for m in pattern.finditer(text):
+            host = _QUOTED_LINE_START[quote].search(text, max(0, m.start() - 256), m.start())
             if host is not None and _is_secret(m.group(1)):
                 spans.append((m.start(1), m.end(1), "password"))
 

@@ -40,7 +40,7 @@ _FIELD = re.compile(r"\{(\w+)(?::(\d+))?\}")
 
 #: Where a kind is carried, by mode: a value of its own shape, a keyed value, a whole form.
 CARRIERS = {
-    "s": ("env", "json", "yaml", "shell", "prose", "wrapped", "tool-input"),
+    "s": ("env", "json", "yaml", "shell", "prose", "wrapped", "tool-input", "repr", "crlf-json"),
     "k": (
         "env",
         "json",
@@ -52,8 +52,10 @@ CARRIERS = {
         "wrapped-json",
         "wrapped-terminal",
         "wrapped-quoted",
+        "repr",
+        "crlf-json",
     ),
-    "f": ("as-is", "json-string", "message", "tool-input"),
+    "f": ("as-is", "json-string", "message", "tool-input", "repr", "crlf-json"),
 }
 
 
@@ -136,6 +138,7 @@ def carriers(kind: Kind) -> dict[str, str]:
             "json-string": json.dumps({"command": form}),
             "message": f"I ran this and it worked:\n{form}\nthen I restarted the service.",
             "tool-input": _bash_action(f"set -eu\n{form}\necho done"),
+            **_escaped(form),
         }
     v, key = kind.text, kind.key
     low = key.lower()
@@ -155,7 +158,18 @@ def carriers(kind: Kind) -> dict[str, str]:
     else:
         out["prose"] = f"my {words} is {v} if you need it"
         out.update(_wrapped_keyed(key, v, kind))
+    out.update(_escaped(out["yaml"], out["env"]))
     return out
+
+
+def _escaped(text: str, lines: str | None = None) -> dict[str, str]:
+    """The text as a tool's result printed as a Python dict (a repr, quoted with '), and
+    ``lines`` (else the text) inside a JSON string with Windows line breaks (escaped ``\r\n``)."""
+    crlf = (text if lines is None else lines).replace("\n", "\r\n")
+    return {
+        "repr": repr({"stdout": text, "exit": 0}),
+        "crlf-json": json.dumps({"stdout": crlf, "exit": 0}),
+    }
 
 
 #: Terminal widths a keyed value is wrapped at, one per kind in turn.

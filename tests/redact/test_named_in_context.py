@@ -77,6 +77,17 @@ def test_a_pgpass_line_in_a_json_string() -> None:
     assert redact(benign) == benign
 
 
+def test_a_pgpass_line_in_a_python_repr() -> None:
+    line = "db.internal:5432:app:deploy:FaKRjTYkmUec2n3uXd"
+    out = redact(repr({"stdout": line, "exit": 0}))
+    assert out == "{'stdout': 'db.internal:5432:app:deploy:[REDACTED:password]', 'exit': 0}"
+    # A ' inside a JSON string's password does not end it there.
+    quoted = redact(json.dumps({"stdout": "db:5432:app:deploy:pa'ss1Word9x"}))
+    assert quoted == '{"stdout": "db:5432:app:deploy:[REDACTED:password]"}'
+    benign = repr({"ts": "2026-12-01T10:15:42Z", "addr": "10.0.0.5:8080", "a": "x:1:b:c:d"})
+    assert redact(benign) == benign
+
+
 @pytest.mark.parametrize(
     ("first", "second", "kind"),
     [
