@@ -175,11 +175,14 @@ class ForgottenTurns:
     def __init__(self, ledger: Path, key: Path) -> None:
         self.ledger = ledger
         self.key_path = key
+        self._key: bytes | None = None  # read once found: a key never changes once made
 
     def keep(self, texts: list[str]) -> list[bool]:
         """For each text, False when its turn was forgotten."""
         digests = forgotten_turns(self.ledger)
-        key = turn_key(self.key_path) if digests else None
+        if digests and self._key is None:
+            self._key = turn_key(self.key_path)  # capture asks per file: not a read each time
+        key = self._key if digests else None
         if key is None:
             # No tombstone, or no key to match them with (a deleted key: the hashes are lost).
             return [True] * len(texts)
