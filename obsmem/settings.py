@@ -325,6 +325,14 @@ SPECS: tuple[SettingSpec, ...] = (
         "BM25: an entry's score + this x the best score within 8 lines of it that day; 0: off.",
     ),
     SettingSpec(
+        "OM_SEARCH_ANSWER_FORM_BOOST",
+        "search_answer_form_boost",
+        _float_range(0.0, 100.0),
+        0.5,
+        "A question asking when or how many: score x (1 + this) for entries stating a time or a "
+        "number; 0: off.",
+    ),
+    SettingSpec(
         "OM_SEARCH_DAEMON",
         "search_daemon",
         _choice("on", "off"),
@@ -603,6 +611,7 @@ class Settings:
     search_date_boost: float = 1.0
     search_speaker_boost: float = 1.0
     search_nearby_weight: float = 0.3
+    search_answer_form_boost: float = 0.5
     search_daemon: str = "on"
     search_daemon_idle_minutes: float = 10.0
     search_daemon_timeout_seconds: float = 2.0

@@ -57,6 +57,7 @@ from obsmem.index.db import using_index
 from obsmem.index.query import fts_query
 from obsmem.index.stamp import unchanged
 from obsmem.records import dataclass
+from obsmem.search.answers import asked_form, raised
 from obsmem.search.dates import DateSpan, query_dates
 from obsmem.search.speakers import labelled, query_speakers
 from obsmem.settings import Settings, load_settings
@@ -87,12 +88,14 @@ __all__ = [
     "NEARBY_LINES",
     "ROWS_SQL",
     "SECTION_WEIGHT",
+    "TEXT_AT",
     "TEXT_WEIGHT",
     "Connections",
     "Hit",
     "Ranking",
     "Scored",
     "Where",
+    "answer_ordered",
     "bm25_rows",
     "date_condition",
     "distinct_rows",
@@ -125,6 +128,8 @@ ENTRY_COLUMNS: tuple[str, ...] = (
     "line_end", "confidence", "referenced_date",
 )  # fmt: skip
 _COLUMNS = ", ".join(f"e.{name}" for name in ENTRY_COLUMNS)
+#: Where a result row holds the entry's text (after its raw score).
+TEXT_AT = 1 + ENTRY_COLUMNS.index("text")
 
 # The CTE lets FTS5 produce and sort only the matches; entries are joined for the top ``limit``.
 # Ties are broken by rowid so that a query gives the same order on every run.
@@ -421,6 +426,22 @@ def lift_nearby(rows: Sequence[tuple[object, ...]], weight: float) -> list[tuple
     return [row for _, _, row in lifted]
 
 
+def answer_ordered(
+    rows: Sequence[tuple[object, ...]], query: str, boost: float
+) -> list[tuple[object, ...]]:
+    """``rows`` (raw score first, lower is better) re-scored for the form of answer ``query``
+    asks for (``answers.raised``: the raw score of an entry stating it x (1 + ``boost``)) and
+    re-sorted; ties keep the rowid order. The same rows when the query asks for no form."""
+    form = asked_form(query) if boost > 0.0 else None
+    if form is None:
+        return list(rows)
+    texts = {int(str(row[-1])): str(row[TEXT_AT]) for row in rows}
+    scores = raised({int(str(row[-1])): -float(str(row[0])) for row in rows}, texts, form, boost)
+    rescored = [(-scores[int(str(row[-1]))], *row[1:]) for row in rows]
+    rescored.sort(key=lambda row: (float(str(row[0])), int(str(row[-1]))))
+    return rescored
+
+
 def distinct_rows(rows: Sequence[Sequence[object]], limit: int) -> list[Sequence[object]]:
     """The first ``limit`` rows (``_SQL`` columns) once vault copies of other entries are dropped.
 
@@ -508,6 +529,7 @@ def search_rows(
             ranking = Ranking.for_query(query, config)
             # Extra rows so that dropping vault copies still leaves ``limit`` distinct entries.
             rows = bm25_rows(conn, expression, limit * 3, ranking, where)
+            rows = answer_ordered(rows, query, config.search_answer_form_boost)
             return [(tuple(row), 0.0 - float(str(row[0]))) for row in distinct_rows(rows, limit)]
         from obsmem.search.hybrid import hybrid_rows
 

@@ -55,8 +55,10 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from datetime import date as Date
 from typing import TYPE_CHECKING
 
+from obsmem.search.answers import asked_form, raised
 from obsmem.search.bm25 import (
     ROWS_SQL,
+    TEXT_AT,
     Hit,
     Ranking,
     Scored,
@@ -435,10 +437,16 @@ def hybrid_rows(
             fused = rrf_fuse(lists, weights, settings.search_rrf_k)
             scores = _boosted(fused, rows, settings, day)
             order = fused_order(scores, pinned)
+    form = asked_form(query) if settings.search_answer_form_boost > 0 else None
+    if form is not None:
+        stated = {rowid: str(row[TEXT_AT]) for rowid, row in rows.items()}
+        boost = settings.search_answer_form_boost
+        scores = raised(scores, stated, form, boost, within=3 * max(limit, top))
+        order = fused_order(scores, pinned)
     kept = distinct_rows([rows[rowid] for rowid in order], max(limit, top))
     if reranker is not None:
         keep_first = pinned is not None and bool(kept) and int(str(kept[0][-1])) == pinned
-        texts = [embed_text(_str(row[10]), str(row[11])) for row in kept]
+        texts = [embed_text(_str(row[10]), str(row[TEXT_AT])) for row in kept]
         kept = [
             kept[i] for i in rerank_order(query, texts, reranker, top=top, keep_first=keep_first)
         ]
