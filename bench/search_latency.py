@@ -2,7 +2,7 @@
 
 Usage: python bench/search_latency.py [--sizes 10000,100000] [--queries 50] [--runs 15]
        [--embed-limit 10000] [--corpus zipf|narrow] [--roles] [--ask-user] [--category]
-       [--keep DIR] [--json]
+       [--when] [--keep DIR] [--json]
 
 For each size, builds a synthetic memory in a temporary directory through the store
 (``search_cold.build``: 500 observations per ``add_observations`` call, forty a day; words as
@@ -39,6 +39,10 @@ list is one more part. Then one observation is written and indexed on another co
 ``om observe`` does beside a resident process, and the next query with a category word is
 timed (``after_write``: the whole hybrid query, the vectors' snapshot read again too); then a
 second one, and the bridge's list alone (its vocabulary brought up to date).
+
+``--when``: each query is asked as ``when QUERY``, so that the answer form runs
+(``OM_SEARCH_ANSWER_FORM_BOOST`` from the environment; 0 for the run without it): the entries
+that could reach the first results are tested for a time they state (``search/answers.py``).
 
 Vectors: up to ``--embed-limit`` entries, every entry is embedded for real by
 ``VectorStore.sync`` (its time is reported). Above it (embedding 100,000 entries takes many
@@ -197,6 +201,8 @@ def measure(size: int, args: argparse.Namespace, model_dir: Path, root: Path) ->
     queries = [f"user {q}" for q in QUERIES] if args.roles or args.ask_user else QUERIES
     if args.category:
         queries = [f"what {q}" for q in queries]
+    if args.when:
+        queries = [f"when {q}" for q in queries]
     env = {**os.environ, "OM_HOME": str(home), "OM_SEARCH_BACKEND": "bm25"}
     om = [sys.executable, "-m", "obsmem", "search"]
     cold: list[float] = []
@@ -321,6 +327,11 @@ def main() -> None:
     parser.add_argument("--corpus", choices=CORPORA, default="zipf")
     parser.add_argument(
         "--category", action="store_true", help="queries as 'what QUERY' (the vocabulary bridge)"
+    )
+    parser.add_argument(
+        "--when",
+        action="store_true",
+        help="queries as 'when QUERY' (the answer form: entries stating a time are raised)",
     )
     parser.add_argument(
         "--roles", action="store_true", help="user: / assistant: texts, queries naming the user"
