@@ -1,7 +1,7 @@
 """Retrieval recall on LoCoMo: om's own index and search against a plain BM25 baseline.
 
 Usage: python bench/locomo_recall.py --data PATH [--json] [--limit-conversations N]
-       [--backend bm25|hybrid] [--sweep OM_NAME=v1,v2,...] [--embed-cache DIR]
+       [--backend auto|bm25|hybrid] [--sweep OM_NAME=v1,v2,...] [--embed-cache DIR]
 
 ``--sweep`` measures one setting's sensitivity and chooses its value by leave-one-conversation-
 out: each conversation is indexed once and every question asked under each value (turn level,
@@ -13,8 +13,10 @@ over all questions) estimates what the chosen value gives on conversations nobod
 
 ``--backend hybrid`` fuses BM25 with embeddings (``obsmem/search/hybrid.py``), from the model
 folder ``OM_EMBED_MODEL_PATH`` names, or else from the packaged model (``make test`` installs
-it), assembled in a temporary folder. Embedding the turns is part of the first query of each
-conversation, so it shows in the p95 latency, not the p50.
+it), assembled in a temporary folder. The default, ``auto``, is ``hybrid`` when fastembed and
+such a model are installed (the figures ``docs/benchmarks.md`` leads with), else ``bm25`` with
+a note on stderr; the report's ``backend`` says which ran. Embedding the turns is part of the
+first query of each conversation, so it shows in the p95 latency, not the p50.
 
 ``--embed-cache DIR`` keeps every vector the model computes (turns and questions) in one SQLite
 file, ``DIR/embeddings.sqlite``, keyed by the model's id (its name and the SHA-256 of its
@@ -710,13 +712,27 @@ def render(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def hybrid_available(environ: Mapping[str, str]) -> bool:
+    """True when hybrid search can run here: fastembed, and a model folder in
+    ``OM_EMBED_MODEL_PATH`` or the packaged model's two packages."""
+    import importlib.util
+
+    from obsmem.search.embeddings import PACKAGED_MODEL, fastembed_installed
+
+    if not fastembed_installed():
+        return False
+    if environ.get("OM_EMBED_MODEL_PATH"):
+        return True
+    return all(importlib.util.find_spec(package) is not None for package in PACKAGED_MODEL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, type=Path, help="a LoCoMo JSON file")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--limit-conversations", type=int, default=None, metavar="N")
-    parser.add_argument("--backend", choices=("bm25", "hybrid"), default="bm25")
+    parser.add_argument("--backend", choices=("auto", "bm25", "hybrid"), default="auto")
     parser.add_argument(
         "--embed-cache",
         type=Path,
@@ -730,11 +746,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     data = json.loads(args.data.read_text(encoding="utf-8"))
-    env = dict(os.environ, OM_SEARCH_BACKEND=args.backend)
+    backend = args.backend
+    if backend == "auto":
+        backend = "hybrid" if hybrid_available(os.environ) else "bm25"
+        if backend == "bm25":
+            print(
+                "locomo_recall: no embedding model installed (fastembed and the packaged model, "
+                "or OM_EMBED_MODEL_PATH): BM25 alone",
+                file=sys.stderr,
+            )
+    env = dict(os.environ, OM_SEARCH_BACKEND=backend)
     with contextlib.ExitStack() as stack:
         model_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="om-model-"))
         cache = stack.enter_context(embed_cache(args.embed_cache)) if args.embed_cache else None
-        if args.backend == "hybrid" and not env.get("OM_EMBED_MODEL_PATH"):
+        if backend == "hybrid" and not env.get("OM_EMBED_MODEL_PATH"):
             env["OM_EMBED_MODEL_PATH"] = str(packaged_model_folder(Path(model_dir)))
         if args.sweep:
             name, _, listed = args.sweep.partition("=")

@@ -184,3 +184,17 @@ def test_embed_cache_second_run_reads_it_and_ranks_the_same(
         assert cache.misses == 0 and cache.hits > 0
         assert embedder._inner is None
     assert first == second == plain
+
+
+def test_the_default_backend_is_hybrid_where_a_model_is_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from obsmem.search import embeddings
+
+    # make test installs fastembed and the packaged model: the headline (hybrid) figure runs.
+    assert L.hybrid_available({}) is True
+    monkeypatch.setattr(embeddings, "PACKAGED_MODEL", ("no_such_model_package",))
+    assert L.hybrid_available({}) is False
+    assert L.hybrid_available({"OM_EMBED_MODEL_PATH": "/models/minilm"}) is True
+    monkeypatch.setattr(embeddings, "fastembed_installed", lambda: False)
+    assert L.hybrid_available({"OM_EMBED_MODEL_PATH": "/models/minilm"}) is False
