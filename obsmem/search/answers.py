@@ -25,9 +25,9 @@ import functools
 import heapq
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["NUMBER", "TIME", "AnswerForm", "asked_form", "raised"]
+__all__ = ["NUMBER", "TIME", "AnswerForm", "asked_form", "form_order", "raised"]
 
 _MONTHS = frozenset(
     "January February March April May June July August September October November December "
@@ -156,3 +156,19 @@ def raised(
         if text is not None and form.stated_in(text):
             out[rowid] = high
     return out
+
+
+def form_order(
+    query: str, boost: float, scores: Sequence[float], texts: Sequence[str]
+) -> list[tuple[int, float]] | None:
+    """A ranked list re-scored for the form of answer ``query`` asks for: (position in the
+    list, new score) pairs, best first, ties in list order; None when the query asks for none.
+
+    ``scores`` are higher-is-better and ``texts`` the hits' texts, one each, in list order.
+    """
+    form = asked_form(query) if boost > 0.0 else None
+    if form is None:
+        return None
+    by_position = dict(enumerate(scores))
+    new = raised(by_position, dict(enumerate(texts)), form, boost)
+    return sorted(new.items(), key=lambda item: (-item[1], item[0]))

@@ -57,7 +57,7 @@ from obsmem.index.db import using_index
 from obsmem.index.query import fts_query
 from obsmem.index.stamp import unchanged
 from obsmem.records import dataclass
-from obsmem.search.answers import asked_form, raised
+from obsmem.search.answers import form_order
 from obsmem.search.dates import DateSpan, query_dates
 from obsmem.search.speakers import labelled, query_speakers
 from obsmem.settings import Settings, load_settings
@@ -431,15 +431,12 @@ def answer_ordered(
 ) -> list[tuple[object, ...]]:
     """``rows`` (raw score first, lower is better) re-scored for the form of answer ``query``
     asks for (``answers.raised``: the raw score of an entry stating it x (1 + ``boost``)) and
-    re-sorted; ties keep the rowid order. The same rows when the query asks for no form."""
-    form = asked_form(query) if boost > 0.0 else None
-    if form is None:
+    re-sorted; ties keep their order. The same rows when the query asks for no form."""
+    scores = [-float(str(row[0])) for row in rows]
+    ranked = form_order(query, boost, scores, [str(row[TEXT_AT]) for row in rows])
+    if ranked is None:
         return list(rows)
-    texts = {int(str(row[-1])): str(row[TEXT_AT]) for row in rows}
-    scores = raised({int(str(row[-1])): -float(str(row[0])) for row in rows}, texts, form, boost)
-    rescored = [(-scores[int(str(row[-1]))], *row[1:]) for row in rows]
-    rescored.sort(key=lambda row: (float(str(row[0])), int(str(row[-1]))))
-    return rescored
+    return [(-score, *rows[position][1:]) for position, score in ranked]
 
 
 def distinct_rows(rows: Sequence[Sequence[object]], limit: int) -> list[Sequence[object]]:

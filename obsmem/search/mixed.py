@@ -26,7 +26,9 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from obsmem.errors import UsageError
+from obsmem.search.answers import form_order
 from obsmem.search.entries import Filters, search_entries
+from obsmem.settings import load_settings
 
 TYPE_CHECKING = False  # not typing's: see obsmem/__init__.py
 if TYPE_CHECKING:
@@ -101,6 +103,18 @@ def _covering(store: MemoryStore, turns: Sequence[dict[str, Any]]) -> dict[int, 
     return found
 
 
+def _answer_ordered(turns: list[dict[str, Any]], query: str, boost: float) -> list[dict[str, Any]]:
+    """Turn hits reordered for the form of answer ``query`` asks for, as entries are
+    (``search/answers.py``): a turn stating it rises, its ``score`` raised with it."""
+    scores = [float(turn["score"]) for turn in turns]
+    ranked = form_order(query, boost, scores, [str(turn["text"]) for turn in turns])
+    if ranked is None:
+        return turns
+    for position, score in ranked:
+        turns[position]["score"] = score
+    return [turns[position] for position, _ in ranked]
+
+
 def search_everything(
     store: MemoryStore,
     query: str,
@@ -145,7 +159,12 @@ def search_everything(
     if "turn" in chosen and not entry_only:
         from obsmem.index.turns_search import search_turns
 
-        turns = search_turns(store, query, filters=filters, limit=depth, max_chars=max_chars)
+        boost = (settings or load_settings()).search_answer_form_boost
+        turns = _answer_ordered(
+            search_turns(store, query, filters=filters, limit=depth * 3, max_chars=max_chars),
+            query,
+            boost,
+        )[:depth]
     covering = _covering(store, turns)
     shown = {entry["id"] for entry in entries}
     scored: list[tuple[float, int, dict[str, Any]]] = []

@@ -151,3 +151,27 @@ def test_ranks_and_scores_are_of_the_fused_list(store: MemoryStore, observed: Pa
 def test_unknown_or_no_kind_is_a_usage_error(store: MemoryStore, kinds: list[str]) -> None:
     with pytest.raises(UsageError):
         search_everything(store, "anything", kinds=kinds)
+
+
+def test_turns_that_state_the_asked_form_rise_among_turns(store: MemoryStore) -> None:
+    _observe(
+        store,
+        [
+            _line(
+                "The canary deploy of the gateway is flaky, the canary gateway deploy",
+                "2026-03-02T09:00:00Z",
+            ),
+            _line(
+                "I reran the canary deploy of the gateway yesterday and it passed",
+                "2026-03-02T09:01:00Z",
+                role="assistant",
+            ),
+        ],
+    )
+    question = "When did the canary deploy of the gateway pass?"
+    off = load_settings({"OM_SEARCH_ANSWER_FORM_BOOST": "0"})
+    plain = search_everything(store, question, kinds=["turn"], settings=off)
+    # Without the boost the turn repeating the words ranks first.
+    assert plain[0]["text"].startswith("The canary deploy of the gateway is flaky")
+    hits = search_everything(store, question, kinds=["turn"], settings=load_settings({}))
+    assert hits[0]["text"] == "I reran the canary deploy of the gateway yesterday and it passed"
