@@ -143,19 +143,16 @@ def observe(
         else:
             click.echo(render.observe_report(report))
         return
-    from obsmem.sources.select import open_state, preview, select
+    from obsmem.sources.select import would_observe
 
-    with open_state(app.store) as state:
-        found = select(
-            state,
-            source="all" if source == "claude-memory" else source,
-            transcript=transcript,
-            min_new=min_new,
-            flush=flush,
-        )
-        files, turns = _emit_turns(
-            preview(found, flush=flush, forgotten=app.store.forgotten_turns()), as_json
-        )
+    with would_observe(
+        app.store,
+        source="all" if source == "claude-memory" else source,
+        transcript=transcript,
+        min_new=min_new,
+        flush=flush,
+    ) as (found, read):
+        files, turns = _emit_turns(read, as_json)
     if not as_json:
         click.echo(
             f"\n{turns} turn(s) from {files} file(s) would be observed "
@@ -193,14 +190,13 @@ def backfill(app: App, source: str, since: datetime | None, dry_run: bool, as_js
     """Observe every historical transcript not read yet (a progress bar on a terminal)."""
     day = since.date() if since is not None else None
     if dry_run:
-        from obsmem.sources.select import open_state, preview, select
+        from obsmem.sources.select import would_observe
 
-        with open_state(app.store) as state:
-            found = select(state, source=source, flush=True, min_new=0, since=day)
-            turns = sum(
-                len(result.turns)
-                for _, result in preview(found, flush=True, forgotten=app.store.forgotten_turns())
-            )
+        with would_observe(app.store, source=source, flush=True, min_new=0, since=day) as (
+            found,
+            read,
+        ):
+            turns = sum(len(result.turns) for _, result in read)
         click.echo(
             f"{turns} turn(s) in {len(found.pending)} transcript(s) "
             f"({found.pending_bytes} bytes) would be observed"

@@ -7,6 +7,7 @@ These are the library calls behind ``om observe``, ``om backfill`` and the sourc
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -30,7 +31,15 @@ from obsmem.sources.model import ReadResult
 from obsmem.sources.registry import AGENTS, check_transcript, reader_for
 from obsmem.sources.state import CaptureState
 
-__all__ = ["SourceStatus", "open_state", "preview", "select", "source_status", "transcript_format"]
+__all__ = [
+    "SourceStatus",
+    "open_state",
+    "preview",
+    "select",
+    "source_status",
+    "transcript_format",
+    "would_observe",
+]
 
 
 def open_state(store: MemoryStore) -> CaptureState:
@@ -109,6 +118,29 @@ def preview(
     turns ``forgotten`` says were forgotten)."""
     for pending in report.pending:
         yield pending, read_pending(pending, flush=flush, forgotten=forgotten)
+
+
+@contextmanager
+def would_observe(
+    store: MemoryStore,
+    *,
+    source: str = "all",
+    transcript: Path | None = None,
+    min_new: int | None = None,
+    flush: bool = False,
+    since: date | None = None,
+) -> Iterator[tuple[ScanReport, Iterator[tuple[Pending, ReadResult]]]]:
+    """What ``om observe`` (or ``om backfill``) would read, read without claiming a file or
+    moving a cursor: the files chosen as ``select`` chooses them, and each one's new turns
+    (the forgotten ones left out) as the iterator is consumed, one file at a time.
+
+    The capture state stays open until the block ends, so consume the turns inside it.
+    """
+    with open_state(store) as state:
+        found = select(
+            state, source=source, transcript=transcript, min_new=min_new, flush=flush, since=since
+        )
+        yield found, preview(found, flush=flush, forgotten=store.forgotten_turns())
 
 
 @dataclass

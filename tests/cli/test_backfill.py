@@ -45,3 +45,17 @@ def test_a_backfill_after_live_capture_is_reflected_at_once() -> None:
     )
     _om("backfill")
     assert "small commits" in reflections.read_text(encoding="utf-8")
+
+
+def test_a_dry_run_counts_the_turns_and_writes_nothing() -> None:
+    _claude_session("a", "Let's go with PostgreSQL for the database.", "2025-09-01T10:00:00Z")
+    _claude_session(
+        "b", "I prefer small commits whose messages explain why.", "2025-09-02T10:00:00Z"
+    )
+    home = Path(os.environ["OM_HOME"])
+    assert _om("backfill", "--dry-run").startswith("2 turn(s) in 2 transcript(s)")
+    assert not (home / "observations.md").exists()
+    # Nothing was claimed: the real backfill still reads both, and a dry run after it finds none.
+    _om("backfill")
+    assert "small commits" in (home / "observations.md").read_text(encoding="utf-8")
+    assert _om("backfill", "--dry-run").startswith("0 turn(s) in 0 transcript(s)")

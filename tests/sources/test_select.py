@@ -18,7 +18,7 @@ from obsmem.observe.run import run_observe
 from obsmem.settings import load_settings
 from obsmem.sources import registry
 from obsmem.sources.capture import CaptureRun
-from obsmem.sources.select import open_state, select
+from obsmem.sources.select import open_state, select, would_observe
 
 from .golden import TRANSCRIPTS
 
@@ -61,7 +61,7 @@ def _read_all(store: MemoryStore, environ: dict[str, str], **options: Any) -> li
                 claimed = run.claim(pending)
                 if claimed is None:
                     continue
-                result = run.read(claimed)
+                result = run.read(claimed, flush=bool(options.get("flush")))
                 texts += [turn.text for turn in result.turns]
                 run.finish(claimed, result)
     return texts
@@ -161,3 +161,19 @@ def test_the_command_refuses_a_binary_file_in_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("om: error: ") and "not a transcript" in line
+
+
+def test_would_observe_reads_what_a_run_would_and_moves_no_cursor(
+    tmp_path: Path, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    environ = {"CODEX_HOME": str(tmp_path / "codex")}
+    monkeypatch.setenv("CODEX_HOME", environ["CODEX_HOME"])
+    _codex_session(tmp_path / "codex")
+    for _ in range(2):  # a preview claims nothing: the second sees the same
+        with would_observe(store, source="codex", flush=True, min_new=0) as (found, read):
+            previewed = [turn.text for _, result in read for turn in result.turns]
+        assert len(found.pending) == 1
+    assert previewed == ["make the build pass", "Build fixed: tsc passes."]
+    assert _read_all(store, environ, flush=True, min_new=0) == previewed
+    with would_observe(store, source="codex", flush=True, min_new=0) as (found, read):
+        assert found.pending == [] and list(read) == []
