@@ -22,8 +22,6 @@ never states a time. English only, like the query dates (``dates.py``).
 from __future__ import annotations
 
 import functools
-import heapq
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 
@@ -48,17 +46,18 @@ _NUMBER_WORDS = frozenset(
     "thousand dozen dozens once twice several few couple".split()
 )
 
-# Questions. "How long ago" asks when; "how long" alone asks for a duration, a number.
-_ASKS_TIME = (
-    r"^\W*(?:when|since\s+when)\b"
-    r"|\b(?:what|which)\s+(?:year|month|day|date|week|weekend|time\s+of)\b"
-    r"|\bhow\s+long\s+ago\b"
-)
-_ASKS_NUMBER = r"^\W*how\s+(?:many|much|often|long|old|far)\b(?!\s+ago)"
+# Questions, read as lower-case words: "when ...", "since when ...", "what / which year, month,
+# day, date, week, weekend, time of ...", "how long ago ..." ask for a time; "how many / much /
+# often / long / old / far ..." for a number. Words, not regular expressions: compiling one
+# costs a cold process more than the whole test.
+_WHICH = frozenset(("what", "which"))
+_WHICH_TIME = frozenset(("year", "month", "day", "date", "week", "weekend"))
+_HOW_NUMBER = frozenset(("many", "much", "often", "long", "old", "far"))
 # Words without which a question asks for neither: most queries are tested by these alone.
 _ASKING = ("when", "how", "year", "month", "day", "date", "week", "time")
-# A speaker label at the start of an entry's text, as ``speakers.speaker_label`` reads it.
-_LABEL = r"^[^:\n]{1,40}:\s"
+# A speaker label at the start of an entry's text, as ``speakers.speaker_label`` reads it:
+# at most this many characters, then a colon and a space.
+_LABEL_MAX = 40
 # An entry's words: runs of ASCII letters, runs of digits ("3pm" is "3" and "pm").
 _WORDS = r"[A-Za-z]+|[0-9]+"
 
@@ -103,9 +102,7 @@ class AnswerForm:
 
     def stated_in(self, text: str) -> bool:
         """True when ``text`` (an entry's, speaker label skipped) states an answer of this form."""
-        label = _compiled(_LABEL).match(text)
-        words = _compiled(_WORDS).findall(text, label.end() if label else 0)
-        return self._test(words)
+        return self._test(_compiled(_WORDS).findall(text, _after_label(text)))
 
     def __repr__(self) -> str:
         return f"AnswerForm({self.name!r})"
@@ -115,15 +112,36 @@ TIME = AnswerForm("time", _states_time)
 NUMBER = AnswerForm("number", _states_number)
 
 
+def _after_label(text: str) -> int:
+    """Where an entry's own words start: after a leading ``Name: `` label, else 0."""
+    colon = text.find(":", 0, _LABEL_MAX + 1)
+    if colon < 1 or "\n" in text[:colon] or not text[colon + 1 : colon + 2].isspace():
+        return 0
+    return colon + 1
+
+
+def _query_words(lowered: str) -> list[str]:
+    return "".join(c if c.isalnum() else " " for c in lowered).split()
+
+
 def asked_form(query: str) -> AnswerForm | None:
     """The form of answer ``query`` asks for: ``TIME`` for when, ``NUMBER`` for how many, how
     much, how often, how long or how old; None for any other question or a plain query."""
     lowered = query.lower()
     if not any(word in lowered for word in _ASKING):
         return None
-    if _compiled(_ASKS_TIME, re.IGNORECASE).search(query):
+    words = _query_words(lowered)
+    if not words:
+        return None
+    if words[0] == "when" or words[:2] == ["since", "when"]:
         return TIME
-    if _compiled(_ASKS_NUMBER, re.IGNORECASE).search(query):
+    padded = [*words, "", ""]
+    for first, second, third in zip(padded, padded[1:], padded[2:], strict=False):
+        if first in _WHICH and (second in _WHICH_TIME or (second, third) == ("time", "of")):
+            return TIME
+        if (first, second, third) == ("how", "long", "ago"):
+            return TIME
+    if words[0] == "how" and len(words) > 1 and words[1] in _HOW_NUMBER:
         return NUMBER
     return None
 
@@ -144,9 +162,9 @@ def raised(
     """
     if form is None or boost <= 0.0:
         return scores
-    floor = -math.inf
+    floor = float("-inf")
     if within is not None and len(scores) > within:
-        floor = heapq.nlargest(within, scores.values())[-1]
+        floor = sorted(scores.values(), reverse=True)[within - 1]
     out = dict(scores)
     for rowid, score in scores.items():
         high = score + boost * abs(score)
