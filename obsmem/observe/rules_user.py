@@ -44,8 +44,17 @@ _REJECT = re.compile(
     r"|revert\b|undo\b|cancel\b)",
     re.IGNORECASE,
 )
+# "Must have been", "must've", "must feel", "must be so hard": a guess about what happened or
+# how someone feels, not a rule ("it must have been the cache" binds nothing). "Every PR must
+# have a changelog entry" is still one: only "have" + a past participle is a guess.
+_GUESSED = (
+    r"(?!'ve\b|\s+have\s+(?:been|had|gone|seen|done|taken|got|gotten|forgotten|broken|written"
+    r"|made|run|\w+ed)\b|\s+feel|\s+be\s+(?:so|such|really|very|quite|nice|hard|tough|great"
+    r"|awesome|amazing|fun|exciting|scary|frustrating|annoying|tiring|exhausting|lovely"
+    r"|wonderful|tricky|painful)\b)"
+)
 _CONSTRAINT = re.compile(
-    r"\b(?:must(?:n'?t| not)?|should(?:n'?t| not)|don'?t|do not|never|always|avoid"
+    rf"\b(?:must{_GUESSED}(?:n'?t| not)?|should(?:n'?t| not)|don'?t|do not|never|always|avoid"
     r"|no need to|not allowed|keep in mind|it'?s important|important(?: not)? to|important:"
     r"|make sure"
     r"|instead of|rather than|use \S+(?: \S+)? instead|i'?d rather|not acceptable"

@@ -632,3 +632,15 @@ def test_a_message_of_headings_only_is_a_title_not_a_request() -> None:
         [turn("user", "# Chat export: migrating billing\n\n## Notes", 1)]
     )
     assert drafts == []
+
+
+def test_a_guess_with_must_is_no_constraint() -> None:
+    drafts, _ = observe_with_rules(
+        [
+            turn("user", "The deploy failed again. It must have been the stale cache.", 1),
+            turn("user", "Every PR must have a changelog entry.", 2),
+        ]
+    )
+    constraints = [d.text for d in drafts if d.text.startswith("User constraint")]
+    assert constraints == ["User constraint: Every PR must have a changelog entry."]
+    assert not [d for d in drafts if "stale cache" in d.text and d.importance >= 0.8]
