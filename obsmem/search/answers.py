@@ -12,8 +12,9 @@ of the lines cited as evidence state a time, against 16% of the others (a likeli
 about 5); for how many / how often / how long, 50% against 12%. ``OM_SEARCH_ANSWER_FORM_BOOST``
 (``bm25.search_rows``, ``hybrid.hybrid_rows``, and the turns of ``mixed.search_everything``)
 multiplies the final score of such an entry by 1 + the boost, after every other factor, so it
-reorders entries already found and finds nothing new. A question of any other form (what, who, why) is left as it is: for those, no form of the
-line told the evidence apart (measured in ``docs/benchmarks.md``).
+reorders entries already found and finds nothing new. A question of any other form (what, who,
+why) is left as it is: for those, no form of the line told the evidence apart (measured in
+``docs/benchmarks.md``).
 
 Only the entry's own words count: a leading speaker label (``Caroline:``) is skipped, so a label
 never states a time. English only, like the query dates (``dates.py``).
@@ -47,8 +48,8 @@ _NUMBER_WORDS = frozenset(
 )
 
 # Questions, read as lower-case words: "when ...", "since when ...", "what / which year, month,
-# day, date, week, weekend, time of ...", "how long ago ..." ask for a time; "how many / much /
-# often / long / old / far ..." for a number. Words, not regular expressions: compiling one
+# day, date, week, weekend, time ...", "how long ago ..." ask for a time; "(for) how many / much
+# / often / long / old / far ..." for a number. Words, not regular expressions: compiling one
 # costs a cold process more than the whole test.
 _WHICH = frozenset(("what", "which"))
 _WHICH_TIME = frozenset(("year", "month", "day", "date", "week", "weekend"))
@@ -137,11 +138,13 @@ def asked_form(query: str) -> AnswerForm | None:
         return TIME
     padded = [*words, "", ""]
     for first, second, third in zip(padded, padded[1:], padded[2:], strict=False):
-        if first in _WHICH and (second in _WHICH_TIME or (second, third) == ("time", "of")):
+        if first in _WHICH and (second in _WHICH_TIME or second == "time"):
             return TIME
         if (first, second, third) == ("how", "long", "ago"):
             return TIME
-    if words[0] == "how" and len(words) > 1 and words[1] in _HOW_NUMBER:
+    if words[0] == "for":  # "For how long has Nate had his turtles?"
+        words = words[1:]
+    if words[:1] == ["how"] and len(words) > 1 and words[1] in _HOW_NUMBER:
         return NUMBER
     return None
 

@@ -23,6 +23,8 @@ from obsmem.settings import load_settings
         ("How often does the backup run?", NUMBER),
         ("How long has Melanie been practising art?", NUMBER),
         ("how much did the migration cost", NUMBER),
+        ("For how long has Nate had his turtles?", NUMBER),
+        ("What time does the nightly backup run?", TIME),
         ("What did Melanie paint?", None),
         ("Why did we pin the numpy version?", None),
         ("Where did Caroline move from?", None),
