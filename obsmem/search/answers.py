@@ -26,6 +26,8 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 
+from obsmem.search.speakers import speaker_label
+
 __all__ = ["NUMBER", "TIME", "AnswerForm", "asked_form", "form_order", "raised"]
 
 _MONTHS = frozenset(
@@ -56,18 +58,14 @@ _WHICH_TIME = frozenset(("year", "month", "day", "date", "week", "weekend"))
 _HOW_NUMBER = frozenset(("many", "much", "often", "long", "old", "far"))
 # Words without which a question asks for neither: most queries are tested by these alone.
 _ASKING = ("when", "how", "year", "month", "day", "date", "week", "time")
-# A speaker label at the start of an entry's text, as ``speakers.speaker_label`` reads it:
-# at most this many characters, then a colon and a space.
-_LABEL_MAX = 40
-# An entry's words: runs of ASCII letters, runs of digits ("3pm" is "3" and "pm").
-_WORDS = r"[A-Za-z]+|[0-9]+"
 
 
 @functools.cache
-def _compiled(source: str, flags: int = 0) -> re.Pattern[str]:
-    # Compiled on the first question that needs it: a cold ``om search`` of another form, or
-    # of plain words, never pays for these patterns.
-    return re.compile(source, flags)
+def _words() -> re.Pattern[str]:
+    # An entry's words: runs of ASCII letters, runs of digits ("3pm" is "3" and "pm"). Compiled
+    # on the first question that asks for a form: a cold ``om search`` of plain words never
+    # pays for it.
+    return re.compile(r"[A-Za-z]+|[0-9]+")
 
 
 def _states_time(words: list[str]) -> bool:
@@ -103,7 +101,8 @@ class AnswerForm:
 
     def stated_in(self, text: str) -> bool:
         """True when ``text`` (an entry's, speaker label skipped) states an answer of this form."""
-        return self._test(_compiled(_WORDS).findall(text, _after_label(text)))
+        label = speaker_label(text)  # skipped: "May: hello" states no time
+        return self._test(_words().findall(text, len(label) + 1 if label else 0))
 
     def __repr__(self) -> str:
         return f"AnswerForm({self.name!r})"
@@ -111,14 +110,6 @@ class AnswerForm:
 
 TIME = AnswerForm("time", _states_time)
 NUMBER = AnswerForm("number", _states_number)
-
-
-def _after_label(text: str) -> int:
-    """Where an entry's own words start: after a leading ``Name: `` label, else 0."""
-    colon = text.find(":", 0, _LABEL_MAX + 1)
-    if colon < 1 or "\n" in text[:colon] or not text[colon + 1 : colon + 2].isspace():
-        return 0
-    return colon + 1
 
 
 def _query_words(lowered: str) -> list[str]:
@@ -180,15 +171,15 @@ def raised(
 
 
 def form_order(
-    query: str, boost: float, scores: Sequence[float], texts: Sequence[str]
+    form: AnswerForm | None, boost: float, scores: Sequence[float], texts: Sequence[str]
 ) -> list[tuple[int, float]] | None:
-    """A ranked list re-scored for the form of answer ``query`` asks for: (position in the
-    list, new score) pairs, best first, ties in list order; None when the query asks for none.
+    """A ranked list re-scored for ``form`` (``asked_form`` of its query): (position in the
+    list, new score) pairs, best first, ties in list order; None when there is no form to
+    raise (``form`` None or ``boost`` 0).
 
     ``scores`` are higher-is-better and ``texts`` the hits' texts, one each, in list order.
     """
-    form = asked_form(query) if boost > 0.0 else None
-    if form is None:
+    if form is None or boost <= 0.0:
         return None
     by_position = dict(enumerate(scores))
     new = raised(by_position, dict(enumerate(texts)), form, boost)

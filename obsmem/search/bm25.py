@@ -57,7 +57,7 @@ from obsmem.index.db import using_index
 from obsmem.index.query import fts_query
 from obsmem.index.stamp import unchanged
 from obsmem.records import dataclass
-from obsmem.search.answers import form_order
+from obsmem.search.answers import asked_form, form_order
 from obsmem.search.dates import DateSpan, query_dates
 from obsmem.search.speakers import labelled, query_speakers
 from obsmem.settings import Settings, load_settings
@@ -432,8 +432,11 @@ def answer_ordered(
     """``rows`` (raw score first, lower is better) re-scored for the form of answer ``query``
     asks for (``answers.raised``: the raw score of an entry stating it x (1 + ``boost``)) and
     re-sorted; ties keep their order. The same rows when the query asks for no form."""
+    form = asked_form(query) if boost > 0.0 else None
+    if form is None:
+        return list(rows)
     scores = [-float(str(row[0])) for row in rows]
-    ranked = form_order(query, boost, scores, [str(row[TEXT_AT]) for row in rows])
+    ranked = form_order(form, boost, scores, [str(row[TEXT_AT]) for row in rows])
     if ranked is None:
         return list(rows)
     return [(-score, *rows[position][1:]) for position, score in ranked]

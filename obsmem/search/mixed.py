@@ -26,7 +26,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from obsmem.errors import UsageError
-from obsmem.search.answers import form_order
+from obsmem.search.answers import AnswerForm, asked_form, form_order
 from obsmem.search.entries import Filters, search_entries
 from obsmem.settings import load_settings
 
@@ -103,11 +103,13 @@ def _covering(store: MemoryStore, turns: Sequence[dict[str, Any]]) -> dict[int, 
     return found
 
 
-def _answer_ordered(turns: list[dict[str, Any]], query: str, boost: float) -> list[dict[str, Any]]:
-    """Turn hits reordered for the form of answer ``query`` asks for, as entries are
+def _answer_ordered(
+    turns: list[dict[str, Any]], form: AnswerForm | None, boost: float
+) -> list[dict[str, Any]]:
+    """Turn hits reordered for the form of answer their query asks for, as entries are
     (``search/answers.py``): a turn stating it rises, its ``score`` raised with it."""
     scores = [float(turn["score"]) for turn in turns]
-    ranked = form_order(query, boost, scores, [str(turn["text"]) for turn in turns])
+    ranked = form_order(form, boost, scores, [str(turn["text"]) for turn in turns])
     if ranked is None:
         return turns
     for position, score in ranked:
@@ -160,11 +162,11 @@ def search_everything(
         from obsmem.index.turns_search import search_turns
 
         boost = (settings or load_settings()).search_answer_form_boost
-        turns = _answer_ordered(
-            search_turns(store, query, filters=filters, limit=depth * 3, max_chars=max_chars),
-            query,
-            boost,
-        )[:depth]
+        form = asked_form(query) if boost > 0.0 else None
+        # Deeper only when a turn stating the asked form may rise from below the first ``depth``.
+        fetch = depth * 3 if form is not None else depth
+        found = search_turns(store, query, filters=filters, limit=fetch, max_chars=max_chars)
+        turns = _answer_ordered(found, form, boost)[:depth]
     covering = _covering(store, turns)
     shown = {entry["id"] for entry in entries}
     scored: list[tuple[float, int, dict[str, Any]]] = []
